@@ -1,0 +1,5 @@
+import sys
+
+from lm_eval_bias.cli import main
+
+sys.exit(main())

@@ -1,0 +1,95 @@
+"""``lm-eval-bias``: a drop-in for the ``lm_eval`` command with the plugin built in.
+
+- ``lm-eval-bias run|ls|validate ...`` are lm-eval's own sub-commands and flags, with the plugin's
+  task folder added to ``--include_path`` (a user's own ``--include_path`` is kept as well) and the
+  plugin's models (``bias-probe``) registered. As with ``lm_eval``, a bare ``lm-eval-bias --model ...``
+  means ``run``.
+- ``lm-eval-bias tasks-dir`` prints the plugin's task folder, for the plain harness CLI:
+  ``lm_eval --include_path "$(lm-eval-bias tasks-dir)" --tasks focus_2afc_income ...``.
+- ``lm-eval-bias build <dataset> ...`` runs a dataset builder (``build --help`` lists them).
+- ``lm-eval-bias demo`` builds a small synthetic FOCUS set and runs REFLECT on the planted-bias
+  ``bias-probe`` model, offline.
+
+Unless ``LMEVAL_HASHMM`` is set, it is set to 0: lm-eval would otherwise PNG-encode every image of
+every logged sample to hash it (about 0.2 s per 1024-px photo, 36 min for one 2AFC scenario).
+Logged samples identify images by their FOCUS ``image_id`` in the doc instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from lm_eval_bias import __version__, tasks_dir
+
+_HARNESS_COMMANDS = ("run", "ls", "validate")
+
+
+def _build_main(argv: list[str]) -> int:
+    from datasets_builder.cli import add_build_subcommands
+
+    parser = argparse.ArgumentParser(prog="lm-eval-bias build", description="Build a dataset in Hugging Face Hub layout.")
+    subparsers = parser.add_subparsers(dest="dataset", metavar="DATASET", required=True)
+    add_build_subcommands(subparsers)
+    args = parser.parse_args(argv)
+    return int(args.func(args) or 0)
+
+
+def _with_plugin_tasks(include_path):
+    """``--include_path`` value that adds the plugin's task folder to the user's (if any)."""
+    ours = str(tasks_dir())
+    if not include_path:
+        return ours
+    theirs = include_path if isinstance(include_path, list) else [include_path]
+    return [ours] + [p for p in theirs if p != ours]
+
+
+def run_harness(argv: list[str]) -> None:
+    """Run lm-eval's CLI on ``argv`` with the plugin's tasks and models available."""
+    os.environ.setdefault("LMEVAL_HASHMM", "0")
+    from lm_eval.utils import setup_logging
+
+    from lm_eval_bias.registration import register_plugin
+
+    register_plugin()
+    from lm_eval._cli import HarnessCLI
+
+    setup_logging()
+    saved = sys.argv
+    sys.argv = ["lm-eval-bias", *argv]
+    try:
+        cli = HarnessCLI()
+        args = cli.parse_args()
+    finally:
+        sys.argv = saved
+    if hasattr(args, "include_path"):
+        args.include_path = _with_plugin_tasks(args.include_path)
+    cli.execute(args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["tasks-dir"]:
+        print(tasks_dir())
+        return 0
+    if argv[:1] == ["build"]:
+        return _build_main(argv[1:])
+    if argv[:1] == ["demo"]:
+        from lm_eval_bias.demo import main as demo_main
+
+        return demo_main(argv[1:])
+    if argv[:1] in (["--version"], ["version"]):
+        print(f"lm-eval-bias {__version__}")
+        return 0
+    if not argv or argv[:1] in (["-h"], ["--help"]):
+        print(__doc__.strip())
+        print("\nlm-eval's own help follows.\n")
+        run_harness(["--help"])
+        return 0
+    run_harness(argv)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,173 @@
+"""Where task data comes from, and the shared, decode-on-demand image store.
+
+Every task reads a builder's output (a Hugging Face dataset in Hub layout). By default that is a Hub
+dataset id; with ``LM_EVAL_BIAS_DATA_DIR=/dir`` set, every task reads ``/dir/<dataset name>``
+instead (dataset names: ``focus``, ``focus_bios``).
+
+Docs never carry images. A FOCUS 2AFC scenario has 4,320 docs over 480 distinct photos; copying the
+images into docs multiplies memory by 18 and makes lm-eval decode and hash every copy
+(``../shared/notes/harness-facts.md``). Docs carry image ids instead, and :class:`ImageStore`
+decodes each photo once, on first use, and hands the same PIL object to every doc that shows it.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+DATA_DIR_ENV = "LM_EVAL_BIAS_DATA_DIR"
+
+#: Default Hub dataset ids per dataset name. The FOCUS photos are the REFLECT authors'; build them
+#: with ``lm-eval-bias build focus`` and publish them under your own id (``--push-to-hub``), then
+#: point tasks at it with ``--metadata '{"hub_id": "<org>/<name>"}'`` or ``LM_EVAL_BIAS_DATA_DIR``.
+DEFAULT_HUB_IDS: dict[str, str] = {
+    "focus": "lm-eval-bias/focus",
+    "focus_bios": "lm-eval-bias/focus_bios",
+}
+
+
+class DataSourceError(RuntimeError):
+    """A task's dataset could not be found or does not have the expected shape."""
+
+
+def resolve_dataset_location(name: str, hub_id: str | None = None) -> str:
+    """Local folder or Hub id a task reads dataset ``name`` from.
+
+    ``LM_EVAL_BIAS_DATA_DIR`` wins when set (the folder ``$LM_EVAL_BIAS_DATA_DIR/<name>`` must exist);
+    otherwise ``hub_id`` or the default Hub id of ``name``.
+    """
+    data_dir = os.environ.get(DATA_DIR_ENV)
+    if data_dir:
+        path = Path(data_dir).expanduser() / name
+        if not path.is_dir():
+            raise DataSourceError(
+                f"{DATA_DIR_ENV}={data_dir} is set but {path} does not exist; build it with "
+                f"`lm-eval-bias build {name.replace('_', '-')} --output {path} ...`"
+            )
+        return str(path.resolve())
+    if hub_id:
+        return hub_id
+    try:
+        return DEFAULT_HUB_IDS[name]
+    except KeyError:
+        raise DataSourceError(f"unknown dataset name {name!r}; known: {sorted(DEFAULT_HUB_IDS)}") from None
+
+
+_SPLIT_CACHE: dict[tuple[str, str], Any] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def load_split(name: str, hub_id: str | None = None, split: str = "test"):
+    """Load one split of dataset ``name`` (cached per process, so tasks of one run share it).
+
+    Image columns are returned undecoded (``{"bytes", "path"}``); decode through :class:`ImageStore`.
+    """
+    return _load_location(resolve_dataset_location(name, hub_id), split)
+
+
+def _load_location(location: str, split: str):
+    import datasets
+
+    key = (location, split)
+    with _CACHE_LOCK:
+        if key not in _SPLIT_CACHE:
+            try:
+                ds = datasets.load_dataset(location, split=split)
+            except Exception as exc:  # noqa: BLE001 - re-raised with the location that failed
+                raise DataSourceError(f"could not load dataset from {location}: {exc}") from exc
+            for column, feature in ds.features.items():
+                if isinstance(feature, datasets.Image):
+                    ds = ds.cast_column(column, datasets.Image(decode=False))
+            _SPLIT_CACHE[key] = ds
+        return _SPLIT_CACHE[key]
+
+
+def require_columns(ds, columns: tuple[str, ...], name: str) -> None:
+    """Fail fast, naming the dataset and the missing columns."""
+    missing = [c for c in columns if c not in ds.column_names]
+    if missing:
+        raise DataSourceError(f"dataset {name!r} lacks columns {missing}; has {ds.column_names}")
+
+
+class ImageStore:
+    """Encoded images by id, decoded on first use and shared afterwards.
+
+    Decoded images are RGB and kept for the life of the store (lm-eval holds every request's images
+    until the run ends anyway), so each distinct photo is decoded exactly once per process.
+    """
+
+    def __init__(self, encoded: dict[str, bytes], source: str = "") -> None:
+        self._encoded = encoded
+        self._decoded: dict[str, Any] = {}
+        self._lock = threading.Lock()
+        self.source = source
+
+    @classmethod
+    def from_dataset(cls, ds, id_column: str = "image_id", image_column: str = "image", source: str = ""):
+        ids = ds[id_column]
+        images = ds[image_column]
+        encoded: dict[str, bytes] = {}
+        for image_id, image in zip(ids, images):
+            if image_id in encoded:
+                raise DataSourceError(f"{source}: duplicate {id_column} {image_id!r}")
+            data = image.get("bytes") if isinstance(image, dict) else None
+            if not data:
+                path = image.get("path") if isinstance(image, dict) else None
+                if not path or not os.path.isfile(path):
+                    raise DataSourceError(f"{source}: image {image_id!r} has no bytes and no readable path")
+                data = Path(path).read_bytes()
+            encoded[image_id] = data
+        return cls(encoded, source=source)
+
+    def __contains__(self, image_id: str) -> bool:
+        return image_id in self._encoded
+
+    def __len__(self) -> int:
+        return len(self._encoded)
+
+    def get(self, image_id: str):
+        """The decoded RGB PIL image ``image_id`` (the same object on every call)."""
+        image = self._decoded.get(image_id)
+        if image is not None:
+            return image
+        from PIL import Image
+
+        with self._lock:
+            image = self._decoded.get(image_id)
+            if image is None:
+                try:
+                    data = self._encoded[image_id]
+                except KeyError:
+                    raise DataSourceError(f"{self.source}: no image with id {image_id!r}") from None
+                with Image.open(io.BytesIO(data)) as opened:
+                    image = opened.convert("RGB")
+                self._decoded[image_id] = image
+        return image
+
+
+_STORES: dict[tuple[str, str], ImageStore] = {}
+
+
+def image_store(name: str, hub_id: str | None = None, split: str = "test") -> ImageStore:
+    """The process-wide :class:`ImageStore` of dataset ``name``."""
+    return image_store_at(resolve_dataset_location(name, hub_id), split)
+
+
+def image_store_at(location: str, split: str = "test") -> ImageStore:
+    """The process-wide :class:`ImageStore` of the dataset at ``location`` (folder or Hub id).
+
+    Docs record the location their images come from, so ``doc_to_image`` needs nothing else.
+    """
+    key = (location, split)
+    with _CACHE_LOCK:
+        store = _STORES.get(key)
+    if store is None:
+        ds = _load_location(location, split)
+        require_columns(ds, ("image_id", "image"), location)
+        store = ImageStore.from_dataset(ds, source=location)
+        with _CACHE_LOCK:
+            store = _STORES.setdefault(key, store)
+    return store

@@ -1,0 +1,131 @@
+"""The FOCUS dataset's vocabulary: occupations, templates, races, genders and file names.
+
+One home for every name the FOCUS builder, the REFLECT tasks, the synthetic fixture generator and
+the planted-bias probe model agree on. The release layout (``../shared/upstream/README.md``) is
+``<occupation>/<template>/<Race>_<gender>.<jpg|png>``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import NamedTuple
+
+OCCUPATIONS: tuple[str, ...] = ("ceo", "cook", "doctor", "lawyer", "nurse", "teacher")
+TEMPLATE_IDS: tuple[int, ...] = tuple(range(1, 9))
+#: Race labels exactly as spelled in the release file names.
+RACES: tuple[str, ...] = ("Asian", "Black", "Latino", "Middle_Eastern", "White")
+#: Gender labels exactly as spelled in the release file names.
+GENDERS: tuple[str, ...] = ("man", "woman")
+IMAGE_EXTENSIONS: tuple[str, ...] = (".jpg", ".jpeg", ".png")
+
+#: Reference groups of the paper (footnote 2, Sec. 4.2; Sec. 4.3): White for race, Female for gender.
+REFERENCE_RACE = "White"
+REFERENCE_GENDER = "woman"
+
+
+class Group(NamedTuple):
+    """One of the ten race x gender cells."""
+
+    race: str
+    gender: str
+
+    @property
+    def key(self) -> str:
+        """Stable lower-case key, e.g. ``middle_eastern_woman``."""
+        return f"{self.race.lower()}_{self.gender}"
+
+    @property
+    def abbrev(self) -> str:
+        """The paper's Figure 4 abbreviation: race (A/B/L/ME/W) x gender (M/F), e.g. ``MEF``."""
+        race = {"Asian": "A", "Black": "B", "Latino": "L", "Middle_Eastern": "ME", "White": "W"}[self.race]
+        return race + ("M" if self.gender == "man" else "F")
+
+
+#: The ten groups in a fixed order (race-major), used as the row/column order of win-rate matrices.
+GROUPS: tuple[Group, ...] = tuple(Group(r, g) for r in RACES for g in GENDERS)
+GROUP_INDEX: dict[tuple[str, str], int] = {(g.race, g.gender): i for i, g in enumerate(GROUPS)}
+
+#: The 45 unordered group pairs (i < j) in GROUPS order.
+GROUP_PAIRS: tuple[tuple[int, int], ...] = tuple(itertools.combinations(range(len(GROUPS)), 2))
+
+
+def race_key(race: str) -> str:
+    """Lower-case result-key form of a race label (``Middle_Eastern`` -> ``middle_eastern``)."""
+    return race.lower()
+
+
+def image_id(occupation: str, template_id: int, race: str, gender: str) -> str:
+    """Stable id of one FOCUS image, e.g. ``ceo/3/Middle_Eastern_woman``."""
+    return f"{occupation}/{template_id}/{race}_{gender}"
+
+
+def template_key(occupation: str, template_id: int) -> str:
+    """Id of one source photo (the template-cluster bootstrap's resampling unit), e.g. ``ceo/3``."""
+    return f"{occupation}/{template_id}"
+
+
+def parse_variant_filename(name: str) -> Group | None:
+    """``"Middle_Eastern_woman.jpg"`` -> ``Group("Middle_Eastern", "woman")``; None if not a FOCUS name."""
+    stem, dot, ext = name.rpartition(".")
+    if not dot or "." + ext.lower() not in IMAGE_EXTENSIONS:
+        return None
+    race, _, gender = stem.rpartition("_")
+    if race in RACES and gender in GENDERS:
+        return Group(race, gender)
+    return None
+
+
+# --- Pixel code used by synthetic fixtures and the planted-bias probe -----------------------------
+#: Side of the square marker patch (in pixels, at the image's top-left corner) whose solid colour
+#: encodes the image's group in synthetic fixture images. Colours are far apart in RGB so JPEG
+#: compression and resizing never confuse them.
+MARKER_FRACTION = 0.125
+GROUP_MARKER_COLORS: tuple[tuple[int, int, int], ...] = (
+    (230, 25, 75),
+    (60, 180, 75),
+    (255, 225, 25),
+    (0, 130, 200),
+    (245, 130, 48),
+    (145, 30, 180),
+    (70, 240, 240),
+    (240, 50, 230),
+    (128, 128, 0),
+    (0, 0, 128),
+)
+assert len(GROUP_MARKER_COLORS) == len(GROUPS)
+
+
+def marker_box(width: int, height: int) -> tuple[int, int, int, int]:
+    """Pixel box ``(left, top, right, bottom)`` of the group-marker patch of a fixture image."""
+    side = max(4, int(round(MARKER_FRACTION * min(width, height))))
+    return (0, 0, side, side)
+
+
+def read_group_marker(image) -> Group | None:
+    """Read the group a synthetic fixture image encodes in its marker patch.
+
+    Returns the group whose marker colour is nearest to the patch's mean colour (inner half of the
+    patch, so JPEG ringing at its edge does not matter), or None when no marker colour is within a
+    distance of 60 in RGB (not a fixture image). ``image`` is a PIL image.
+    """
+    import numpy as np
+
+    rgb = image.convert("RGB")
+    left, top, right, bottom = marker_box(*rgb.size)
+    inset = (right - left) // 4
+    patch = np.asarray(rgb.crop((left + inset, top + inset, right - inset, bottom - inset)), dtype=np.float64)
+    mean = patch.reshape(-1, 3).mean(axis=0)
+    distances = np.linalg.norm(np.asarray(GROUP_MARKER_COLORS, dtype=np.float64) - mean, axis=1)
+    best = int(np.argmin(distances))
+    return GROUPS[best] if distances[best] <= 60.0 else None
+
+
+#: Occupation titles as they appear in the salary prompt ("the position of {occupation}").
+OCCUPATION_TITLES: dict[str, str] = {
+    "ceo": "CEO",
+    "cook": "cook",
+    "doctor": "doctor",
+    "lawyer": "lawyer",
+    "nurse": "nurse",
+    "teacher": "teacher",
+}

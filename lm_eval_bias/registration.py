@@ -1,0 +1,31 @@
+"""Register the plugin's models with lm-eval, once, without hiding lm-eval's own.
+
+lm-eval 0.4.13's ``get_model`` imports ``lm_eval.models`` (which fills the registry with the
+built-in backends) only when the registry is empty, so registering first would hide every built-in
+model. We import ``lm_eval.models`` first and register lazy placeholders ("module:Class"), which
+the registry accepts again without complaint and upgrades to the class on first use.
+"""
+
+from __future__ import annotations
+
+#: model name -> "module:Class" of the plugin's lm-eval models.
+PLUGIN_MODELS: dict[str, str] = {
+    "bias-probe": "lm_eval_bias.models.bias_probe:BiasProbeLM",
+}
+
+_registered = False
+
+
+def register_plugin() -> None:
+    """Make the plugin's models available to lm-eval (idempotent)."""
+    global _registered
+    if _registered:
+        return
+    import lm_eval.models  # noqa: F401  - fills the registry with the built-in models first
+    from lm_eval.api.registry import model_registry
+
+    for name, target in PLUGIN_MODELS.items():
+        current = model_registry._objs.get(name) if hasattr(model_registry, "_objs") else None
+        if current is None:
+            model_registry.register(name, target=target)
+    _registered = True

@@ -1,0 +1,1 @@
+"""Pure statistics of the four audits (numpy/scipy/statsmodels; no lm-eval imports)."""
