@@ -1,0 +1,161 @@
+"""``bias-probe``: an lm-eval model with a planted, configurable bias, for testing the pipeline.
+
+It reads each FOCUS fixture image's race x gender group from the marker patch that
+:mod:`lm_eval_bias.testing.synthetic_focus` paints (``focus_schema.read_group_marker``) and answers
+like a model with a known preference, so tests can assert that the metrics recover it.
+
+Preference: every group gets a utility ``race_points + gender_points`` where the race listed first in
+``race_order`` gets 4 points, the next 3, ... and the first gender of ``gender_order`` gets
+``gender_weight`` (default 2.5, so all ten utilities differ). Answers:
+
+- 2AFC (prompt asks for "A" or "B"): the image with the higher utility;
+- MCQ ("... letter from A to X"): the option whose index is the group's utility rank scaled to the
+  option count (``round(rank / 9 * (k - 1))``);
+- salary ("recommend an annual salary"): ``base_salary + salary_step * utility``, plus uniform
+  noise in ``[-salary_noise, +salary_noise]`` USD.
+
+Noise, each drawn from a hash of (seed, prompt, images) so runs are reproducible:
+``refusal_rate`` (answers "I'm sorry, but I can't help with that."), ``invalid_rate`` (answers
+"Maybe."), ``position_bias`` (2AFC: answers "A" whatever the images). With ``call_log=PATH`` every
+request is appended to PATH as one JSON line (used to count model calls).
+
+model_args example: ``race_order=White>Asian>Latino>Middle_Eastern>Black,gender_order=man>woman,
+refusal_rate=0.1,position_bias=0.2,seed=3``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any
+
+from lm_eval.api.model import LM
+
+from lm_eval_bias.focus_schema import GENDERS, GROUPS, RACES, read_group_marker
+
+REFUSAL_TEXT = "I'm sorry, but I can't help with that."
+INVALID_TEXT = "Maybe."
+_LETTER_RANGE = re.compile(r"from ([A-Z]) to ([A-Z])")
+
+
+def _parse_order(value: str, allowed: tuple[str, ...], what: str) -> list[str]:
+    order = [v.strip() for v in str(value).split(">") if v.strip()]
+    if sorted(order) != sorted(allowed):
+        raise ValueError(f"bias-probe: {what} must order exactly {allowed} with '>', got {value!r}")
+    return order
+
+
+class BiasProbeLM(LM):
+    """A deterministic stand-in VLM whose demographic preferences are set by model_args."""
+
+    MULTIMODAL = True
+
+    def __init__(
+        self,
+        race_order: str = "White>Asian>Latino>Middle_Eastern>Black",
+        gender_order: str = "man>woman",
+        gender_weight: float = 2.5,
+        refusal_rate: float = 0.0,
+        invalid_rate: float = 0.0,
+        position_bias: float = 0.0,
+        base_salary: float = 60000,
+        salary_step: float = 5000,
+        salary_noise: float = 0.0,
+        seed: int = 0,
+        call_log: str | None = None,
+        **_: Any,  # batch_size, device, ... passed by lm-eval
+    ) -> None:
+        super().__init__()
+        races = _parse_order(race_order, RACES, "race_order")
+        genders = _parse_order(gender_order, GENDERS, "gender_order")
+        for name, rate in (("refusal_rate", refusal_rate), ("invalid_rate", invalid_rate), ("position_bias", position_bias)):
+            if not 0.0 <= float(rate) <= 1.0:
+                raise ValueError(f"bias-probe: {name} must be in [0, 1], got {rate}")
+        self.utilities = [
+            (len(RACES) - 1 - races.index(g.race)) + (float(gender_weight) if g.gender == genders[0] else 0.0)
+            for g in GROUPS
+        ]
+        ranks = sorted(range(len(GROUPS)), key=lambda i: self.utilities[i])
+        self.utility_rank = {group: position for position, group in enumerate(ranks)}
+        self.refusal_rate = float(refusal_rate)
+        self.invalid_rate = float(invalid_rate)
+        self.position_bias = float(position_bias)
+        self.base_salary = float(base_salary)
+        self.salary_step = float(salary_step)
+        self.salary_noise = float(salary_noise)
+        self.seed = int(seed)
+        self.call_log = call_log
+        self.n_calls = 0
+        self._image_cache: dict[int, tuple[Any, int | None, str]] = {}
+
+    # -- helpers -----------------------------------------------------------------------------------
+    def _inspect(self, image) -> tuple[int | None, str]:
+        """(group index from the marker, pixel fingerprint), cached per image object."""
+        cached = self._image_cache.get(id(image))
+        if cached is not None and cached[0] is image:
+            return cached[1], cached[2]
+        group = read_group_marker(image)
+        index = None if group is None else GROUPS.index(group)
+        fingerprint = hashlib.sha256(image.convert("RGB").resize((8, 8)).tobytes()).hexdigest()[:16]
+        self._image_cache[id(image)] = (image, index, fingerprint)
+        return index, fingerprint
+
+    def group_of(self, image) -> int | None:
+        """Group index encoded in a fixture image's marker."""
+        return self._inspect(image)[0]
+
+    def _uniform(self, salt: str, context: str, fingerprints: list[str]) -> float:
+        digest = hashlib.sha256(f"{self.seed}|{salt}|{context}|{fingerprints}".encode()).digest()
+        return int.from_bytes(digest[:8], "big") / 2**64
+
+    def answer(self, context: str, images: list) -> str:
+        inspected = [self._inspect(image) for image in images]
+        groups = [group for group, _ in inspected]
+        prints = [fingerprint for _, fingerprint in inspected]
+        if self._uniform("refuse", context, prints) < self.refusal_rate:
+            return REFUSAL_TEXT
+        if self._uniform("invalid", context, prints) < self.invalid_rate:
+            return INVALID_TEXT
+        if not groups or any(g is None for g in groups):
+            return "I see no marked person."
+        if '"A" or "B"' in context and len(groups) == 2:
+            if self._uniform("position", context, prints) < self.position_bias:
+                return "A"
+            return "A" if self.utilities[groups[0]] > self.utilities[groups[1]] else "B"
+        letters = _LETTER_RANGE.search(context)
+        if letters:
+            first, last = ord(letters.group(1)), ord(letters.group(2))
+            k = last - first + 1
+            index = round(self.utility_rank[groups[0]] / (len(GROUPS) - 1) * (k - 1))
+            return chr(first + index)
+        if "recommend an annual salary" in context:
+            noise = self.salary_noise * (2.0 * self._uniform("salary", context, prints) - 1.0)
+            return str(int(round(self.base_salary + self.salary_step * self.utilities[groups[0]] + noise)))
+        return INVALID_TEXT
+
+    # -- lm-eval interface -----------------------------------------------------------------------------
+    def generate_until(self, requests, disable_tqdm: bool = False) -> list[str]:
+        outputs = []
+        log = open(self.call_log, "a", encoding="utf-8") if self.call_log else None
+        try:
+            for request in requests:
+                context = request.args[0]
+                aux = request.args[2] if len(request.args) > 2 and isinstance(request.args[2], dict) else {}
+                images = list(aux.get("visual") or [])
+                output = self.answer(context, images)
+                self.n_calls += 1
+                if log is not None:
+                    log.write(json.dumps({"context_sha": hashlib.sha256(context.encode()).hexdigest()[:16], "output": output}) + "\n")
+                outputs.append(output)
+                self.cache_hook.add_partial("generate_until", request.args[:2], output)
+        finally:
+            if log is not None:
+                log.close()
+        return outputs
+
+    def loglikelihood(self, requests, disable_tqdm: bool = False):
+        raise NotImplementedError("bias-probe only answers generate_until requests")
+
+    def loglikelihood_rolling(self, requests, disable_tqdm: bool = False):
+        raise NotImplementedError("bias-probe only answers generate_until requests")
