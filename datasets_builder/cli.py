@@ -1,0 +1,71 @@
+"""``lm-eval-bias build <dataset>`` sub-commands. Errors in the source print ``error: <file>: <reason>``
+and exit with status 2; nothing is written then."""
+
+from __future__ import annotations
+
+import sys
+
+from datasets_builder.hub import SourceError, push_to_hub
+
+
+def _finish(args, output) -> int:
+    if getattr(args, "push_to_hub", None):
+        url = push_to_hub(output, args.push_to_hub)
+        print(f"pushed to {url}")
+    return 0
+
+
+def _build_focus(args) -> int:
+    from datasets_builder.focus import build_focus
+
+    summary = build_focus(args.source, args.output, overwrite=args.overwrite, license=args.license)
+    templates = "; ".join(f"{o}: {len(t)}" for o, t in summary.templates.items())
+    print(f"wrote {summary.n_images} images ({templates} templates) to {summary.output}")
+    return _finish(args, summary.output)
+
+
+def _build_focus_bios(args) -> int:
+    from datasets_builder.focus_bios import build_focus_bios
+
+    summary = build_focus_bios(args.source, args.output, per_occupation=args.per_occupation, seed=args.seed,
+                               overwrite=args.overwrite)
+    for occupation, n in summary.per_occupation.items():
+        note = "" if n >= args.per_occupation else f"  (fewer than {args.per_occupation})"
+        print(f"{occupation:<10}{n:>4} biographies{note}")
+    for profession, n in sorted(summary.dropped.items()):
+        print(f"dropped {n} rows of profession {profession}")
+    print("changes per biography:", ", ".join(f"{bio}={n}" for bio, n in summary.changes))
+    print(f"wrote {sum(summary.per_occupation.values())} biographies to {summary.output}")
+    return _finish(args, summary.output)
+
+
+def _guarded(func):
+    def run(args) -> int:
+        try:
+            return func(args)
+        except SourceError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+
+    return run
+
+
+def add_build_subcommands(subparsers) -> None:
+    """Add ``focus`` and ``focus-bios`` to an argparse sub-parser group; each sets ``func``."""
+    focus = subparsers.add_parser("focus", help="FOCUS photos from the authors' release layout")
+    focus.add_argument("--source", required=True, help="DIR/<occupation>/<template>/<Race>_<gender>.<jpg|png>")
+    focus.add_argument("--output", required=True, help="output folder (Hub layout)")
+    focus.add_argument("--license", default="other", help="license field of the dataset card (default: other)")
+    focus.set_defaults(func=_guarded(_build_focus))
+
+    bios = subparsers.add_parser("focus-bios", help="salary-task biographies (CSV/JSONL or Bias-in-Bios)")
+    bios.add_argument("--source", required=True, help="CSV/JSONL of (occupation, biography) or Bias-in-Bios rows")
+    bios.add_argument("--output", required=True, help="output folder (Hub layout)")
+    bios.add_argument("--per-occupation", type=int, default=50, help="biographies per occupation (paper: 50)")
+    bios.add_argument("--seed", type=int, default=0, help="seed of the per-occupation selection")
+    bios.set_defaults(func=_guarded(_build_focus_bios))
+
+    for parser in (focus, bios):
+        parser.add_argument("--push-to-hub", metavar="REPO_ID", default=None,
+                            help="upload the output folder as a Hub dataset (token from the environment)")
+        parser.add_argument("--overwrite", action="store_true", help="replace an existing output folder")

@@ -1,0 +1,288 @@
+"""``lm-eval-bias build focus-bios``: biographies for the REFLECT salary task (Sec. 4.3, App. B.3).
+
+Sources:
+- a CSV or JSONL file of ``(occupation, biography)`` rows, optional ``bio_id`` and ``name`` columns;
+- Bias-in-Bios rows (De-Arteaga et al., 2019): ``profession`` (integer code or name) and
+  ``hard_text`` (or ``text``/``bio``), as CSV, JSONL or parquet. Integer codes follow the 28-class
+  alphabetical order of the LabHC/bias_in_bios release (:data:`BIAS_IN_BIOS_PROFESSIONS`);
+  attorney -> lawyer, physician -> doctor, nurse -> nurse, teacher -> teacher; other professions
+  are dropped and counted.
+
+Normalization (the paper: "anonymizing names, neutralizing pronouns, and removing explicit
+identifiers"), :func:`normalize_biography`, heuristic and rule-based (no NER model):
+1. URLs, e-mail addresses and @handles are removed.
+2. Names: every token of the row's ``name`` column (when given); an honorific followed by capitalized
+   words ("Dr. Jane Smith"); and a sentence-initial run of two or three capitalized words followed by
+   a verb such as is/was/has/works/received ("Jane Smith is ...") become "The candidate"; later
+   occurrences of those name tokens become "the candidate".
+3. Pronouns: he/she -> they, him -> them, his -> their, hers -> theirs, himself/herself -> themselves,
+   "her" -> "their" before a word and "them" otherwise; verb agreement right after a subject pronoun
+   (is -> are, was -> were, has -> have, does -> do, and a simple -s verb drops its s: works -> work).
+4. Gendered words: Mr./Mrs./Ms./Miss dropped; husband/wife -> spouse, mother/father -> parent,
+   son/daughter -> child, brother/sister -> sibling, boyfriend/girlfriend -> partner.
+Limits: names not matching these shapes (e.g. a lone surname mid-sentence) survive; "her" can be
+mis-resolved; these are recorded per biography so an audit can check them.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import random
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from datasets_builder.hub import DatasetCard, SourceError, write_hub_dataset
+from lm_eval_bias.focus_schema import OCCUPATIONS
+
+BIAS_IN_BIOS_PROFESSIONS: tuple[str, ...] = (
+    "accountant", "architect", "attorney", "chiropractor", "comedian", "composer", "dentist", "dietitian", "dj",
+    "filmmaker", "interior_designer", "journalist", "model", "nurse", "painter", "paralegal", "pastor",
+    "personal_trainer", "photographer", "physician", "poet", "professor", "psychologist", "rapper",
+    "software_engineer", "surgeon", "teacher", "yoga_teacher",
+)
+BIAS_IN_BIOS_TO_FOCUS: dict[str, str] = {"attorney": "lawyer", "physician": "doctor", "nurse": "nurse", "teacher": "teacher"}
+
+_URL = re.compile(r"\b(?:https?://|www\.)\S+", re.IGNORECASE)
+_EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
+_HANDLE = re.compile(r"(?<![\w@])@\w+")
+_HONORIFIC_NAME = re.compile(r"\b(?:Dr|Prof|Mr|Mrs|Ms|Mx|Miss)\.?\s+((?:[A-Z][\w'-]+\s?){1,3})")
+_LEADING_NAME = re.compile(
+    r"(^|(?<=[.!?]\s))((?:[A-Z][a-z][\w'-]*\s){1,2}[A-Z][a-z][\w'-]*)(?=\s+(?:is|was|has|had|works|worked|received|"
+    r"earned|holds|graduated|joined|serves|served|leads|led|specializes|practices|completed|began|started)\b)"
+)
+_TITLES = re.compile(r"\b(?:Mr|Mrs|Ms|Miss|Mx)\.?\s+", re.IGNORECASE)
+_WORDS = {
+    "husband": "spouse", "wife": "spouse", "husbands": "spouses", "wives": "spouses",
+    "mother": "parent", "father": "parent", "mothers": "parents", "fathers": "parents",
+    "son": "child", "daughter": "child", "sons": "children", "daughters": "children",
+    "brother": "sibling", "sister": "sibling", "boyfriend": "partner", "girlfriend": "partner",
+}
+_PRONOUNS = {"he": "they", "she": "they", "him": "them", "his": "their", "hers": "theirs",
+             "himself": "themselves", "herself": "themselves"}
+_VERBS = {"is": "are", "was": "were", "has": "have", "does": "do", "isn't": "aren't", "wasn't": "weren't",
+          "hasn't": "haven't", "doesn't": "don't", "'s": "'re"}
+_NOT_VERBS = {"also", "always", "currently", "now", "still", "often", "never", "recently", "later", "then", "was", "is"}
+
+
+@dataclass(frozen=True)
+class Change:
+    kind: str
+    original: str
+    replacement: str
+
+
+def _match_case(original: str, replacement: str) -> str:
+    return replacement[:1].upper() + replacement[1:] if original[:1].isupper() else replacement
+
+
+def normalize_biography(text: str, name: str | None = None) -> tuple[str, list[dict]]:
+    """Normalized biography and the list of changes made (dicts with kind, original, replacement)."""
+    changes: list[Change] = []
+
+    def sub(pattern: re.Pattern, kind: str, repl, s: str) -> str:
+        def fn(m: re.Match) -> str:
+            new = repl(m) if callable(repl) else repl
+            if new != m.group(0):
+                changes.append(Change(kind, m.group(0), new))
+            return new
+        return pattern.sub(fn, s)
+
+    s = sub(_URL, "url", "", text)
+    s = sub(_EMAIL, "email", "", s)
+    s = sub(_HANDLE, "handle", "", s)
+    name_tokens: set[str] = set()
+    if name:
+        name_tokens |= {t for t in re.findall(r"[A-Za-z][\w'-]+", name) if len(t) > 1}
+    for m in _HONORIFIC_NAME.finditer(s):
+        name_tokens |= set(m.group(1).split())
+    for m in _LEADING_NAME.finditer(s):
+        name_tokens |= set(m.group(2).split())
+    name_tokens = {t for t in name_tokens if t.lower() not in _PRONOUNS and t.lower() not in {"the", "a", "an"}}
+    if name_tokens:
+        alternation = "|".join(sorted(map(re.escape, name_tokens), key=len, reverse=True))
+        full = re.compile(rf"(?:\b(?:Dr|Prof|Mr|Mrs|Ms|Mx|Miss)\.?\s+)?\b(?:{alternation})(?:\s+(?:{alternation}))*\b(?:'s)?")
+        s = sub(full, "name", lambda m: "the candidate's" if m.group(0).endswith("'s") else "the candidate", s)
+    s = sub(_TITLES, "title", "", s)
+    s = sub(re.compile(r"\b(" + "|".join(_WORDS) + r")\b", re.IGNORECASE), "gendered_word",
+            lambda m: _match_case(m.group(1), _WORDS[m.group(1).lower()]), s)
+
+    def pronoun(m: re.Match) -> str:
+        word, following = m.group(1), m.group(2) or ""
+        low = word.lower()
+        if low == "her":
+            new = "their" if re.match(r"\s+[A-Za-z]", following) and following.strip().lower() not in _VERB_AFTER_OBJECT else "them"
+            return _match_case(word, new) + following
+        new = _match_case(word, _PRONOUNS[low])
+        if low in ("he", "she") and following:
+            verb = following.strip()
+            lead = following[: len(following) - len(following.lstrip())]
+            if verb.lower() in _VERBS:
+                return new + lead + _match_case(verb, _VERBS[verb.lower()])
+            if re.fullmatch(r"[a-z]{3,}s", verb) and verb not in _NOT_VERBS and not verb.endswith("ss"):
+                stem = verb[:-2] if verb.endswith(("ches", "shes", "xes", "sses")) else verb[:-1]
+                return new + lead + stem
+        return new + following
+
+    pattern = re.compile(r"\b(he|she|him|his|hers|himself|herself|her)\b(\s+[\w']+)?", re.IGNORECASE)
+
+    def tracked(m: re.Match) -> str:
+        new = pronoun(m)
+        if new != m.group(0):
+            changes.append(Change("pronoun", m.group(0), new))
+        return new
+
+    s = pattern.sub(tracked, s)
+    s = re.sub(r"\s{2,}", " ", s)
+    s = re.sub(r"\s+([.,;:!?])", r"\1", s)
+    s = re.sub(r"(?:(?<=^)|(?<=[.!?]\s))the candidate", "The candidate", s.strip())
+    s = re.sub(r"\b(?:or|and)\s+follow\s*[.]", ".", s)
+    return s, [c.__dict__ for c in changes]
+
+
+_VERB_AFTER_OBJECT = {"and", "or", "to", "with", "as", "for", "in", "on", "at", "from", "by", "about", "that", "because", "when"}
+
+
+def _read_table(path: Path) -> list[dict]:
+    suffix = path.suffix.lower()
+    if suffix == ".jsonl":
+        rows = []
+        with open(path, encoding="utf-8") as handle:
+            for line_no, line in enumerate(handle, 1):
+                if line.strip():
+                    try:
+                        row = json.loads(line)
+                    except json.JSONDecodeError as exc:
+                        raise SourceError(f"{path}:{line_no}", f"not valid JSON ({exc.msg})") from None
+                    rows.append({**row, "_line": line_no})
+        return rows
+    if suffix == ".csv":
+        with open(path, newline="", encoding="utf-8") as handle:
+            return [{**row, "_line": line_no} for line_no, row in enumerate(csv.DictReader(handle), 2)]
+    if suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        return [{**row, "_line": k + 1} for k, row in enumerate(pq.read_table(path).to_pylist())]
+    raise SourceError(path, "expected a .csv, .jsonl or .parquet file")
+
+
+def _text_of(row: dict) -> str | None:
+    for key in ("biography", "hard_text", "text", "bio"):
+        if key in row and row[key] is not None:
+            return str(row[key])
+    return None
+
+
+def read_biographies(path: str | os.PathLike) -> tuple[list[dict], dict[str, int]]:
+    """Rows ``{bio_id, occupation, text, name, source}`` of a biography file, and drop counts."""
+    path = Path(path)
+    if not path.is_file():
+        raise SourceError(path, "file does not exist")
+    rows = _read_table(path)
+    if not rows:
+        raise SourceError(path, "no rows")
+    bias_in_bios = "profession" in rows[0] and "occupation" not in rows[0]
+    dropped: dict[str, int] = {}
+    out = []
+    for row in rows:
+        where = f"{path}:{row['_line']}"
+        text = _text_of(row)
+        if text is None:
+            raise SourceError(where, "missing biography column (biography, hard_text, text or bio)")
+        if not text.strip():
+            raise SourceError(where, "empty biography")
+        if bias_in_bios:
+            profession = row.get("profession")
+            try:
+                profession = BIAS_IN_BIOS_PROFESSIONS[int(profession)]
+            except (TypeError, ValueError):
+                profession = str(profession).strip().lower()
+            except IndexError:
+                raise SourceError(where, f"unknown Bias-in-Bios profession code {profession}") from None
+            occupation = BIAS_IN_BIOS_TO_FOCUS.get(profession)
+            if occupation is None:
+                dropped[profession] = dropped.get(profession, 0) + 1
+                continue
+            source = "bias_in_bios"
+        else:
+            if "occupation" not in row:
+                raise SourceError(where, "missing occupation column")
+            occupation = str(row["occupation"]).strip().lower()
+            if occupation not in OCCUPATIONS:
+                raise SourceError(where, f"unknown occupation {row['occupation']!r}; expected one of {OCCUPATIONS}")
+            source = path.name
+        bio_id = str(row.get("bio_id") or f"{occupation}-{row['_line']:06d}")
+        out.append({"bio_id": bio_id, "occupation": occupation, "text": text, "name": row.get("name"), "source": source})
+    seen: set[str] = set()
+    for row in out:
+        if row["bio_id"] in seen:
+            raise SourceError(path, f"duplicate bio_id {row['bio_id']!r}")
+        seen.add(row["bio_id"])
+    return out, dropped
+
+
+def _features():
+    import datasets
+
+    return datasets.Features({
+        "bio_id": datasets.Value("string"), "occupation": datasets.Value("string"),
+        "biography": datasets.Value("string"), "original_biography": datasets.Value("string"),
+        "normalization_changes": datasets.Value("string"), "n_changes": datasets.Value("int32"),
+        "source": datasets.Value("string"),
+    })
+
+
+@dataclass(frozen=True)
+class BiosBuildSummary:
+    output: Path
+    per_occupation: dict[str, int]
+    dropped: dict[str, int]
+    changes: list[tuple[str, int]]
+
+
+def build_focus_bios(source: str | os.PathLike, output: str | os.PathLike, *, per_occupation: int = 50,
+                     seed: int = 0, overwrite: bool = False) -> BiosBuildSummary:
+    """Read, normalize, select up to ``per_occupation`` biographies per occupation (seeded shuffle)
+    and write the ``focus_bios`` dataset atomically."""
+    if per_occupation < 1:
+        raise SourceError(source, f"per_occupation must be >= 1, got {per_occupation}")
+    rows, dropped = read_biographies(source)
+    by_occ: dict[str, list[dict]] = {}
+    for row in rows:
+        by_occ.setdefault(row["occupation"], []).append(row)
+    selected: list[dict] = []
+    counts: dict[str, int] = {}
+    for occupation in OCCUPATIONS:
+        pool = sorted(by_occ.get(occupation, []), key=lambda r: r["bio_id"])
+        random.Random(f"{seed}/{occupation}").shuffle(pool)
+        chosen = sorted(pool[:per_occupation], key=lambda r: r["bio_id"])
+        if chosen:
+            counts[occupation] = len(chosen)
+        for row in chosen:
+            text, changes = normalize_biography(row["text"], row.get("name"))
+            selected.append({"bio_id": row["bio_id"], "occupation": occupation, "biography": text,
+                             "original_biography": row["text"], "normalization_changes": json.dumps(changes),
+                             "n_changes": len(changes), "source": row["source"]})
+    notes = [f"{o}: {n} biographies (fewer than the paper's {per_occupation})" for o, n in counts.items() if n < per_occupation]
+    notes += [f"dropped {n} Bias-in-Bios rows of profession {p}" for p, n in sorted(dropped.items())]
+    card = DatasetCard(
+        name="focus_bios",
+        pretty_name="FOCUS salary-task biographies (REFLECT)",
+        description=("Candidate biographies for the REFLECT salary recommendation task (Sec. 4.3), normalized to remove "
+                     "demographic leakage: names anonymized, pronouns neutralized, URLs, e-mails and handles removed."),
+        license="other",
+        columns={"bio_id": "identifier", "occupation": "FOCUS occupation", "biography": "normalized text used in prompts",
+                 "original_biography": "text as read from the source", "normalization_changes": "JSON list of changes",
+                 "n_changes": "number of changes", "source": "source file or bias_in_bios"},
+        provenance={"source file": Path(source).name, "biographies per occupation": json.dumps(counts),
+                    "selection": f"seeded shuffle (seed {seed}), first {per_occupation} per occupation"},
+        build_command=f"lm-eval-bias build focus-bios --source {Path(source).name} --output {Path(output).name} "
+                      f"--per-occupation {per_occupation} --seed {seed}",
+        notes=notes,
+    )
+    if not selected:
+        raise SourceError(source, "no biography of a FOCUS occupation found")
+    out = write_hub_dataset(output, selected, _features(), card, overwrite=overwrite)
+    return BiosBuildSummary(out, counts, dropped, [(r["bio_id"], r["n_changes"]) for r in selected])

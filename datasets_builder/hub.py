@@ -1,0 +1,116 @@
+"""Write datasets in Hugging Face Hub layout, atomically, and publish them. Shared by every builder.
+
+Layout: ``OUT/README.md`` (dataset card: YAML header with ``configs``, ``dataset_info``, ``license``,
+``pretty_name``; body with schema, provenance and how it was built) and
+``OUT/data/<split>-NNNNN-of-NNNNN.parquet`` shards, which ``datasets.load_dataset(OUT)`` loads exactly
+as it loads the same repository from the Hub.
+
+Atomicity: everything is written into a temporary sibling folder that is renamed into place only when
+complete; on any error the temporary folder is removed and nothing is left at OUT.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+
+BUILDER_VERSION = "1"
+
+
+class SourceError(ValueError):
+    """Invalid builder input: ``path`` is the offending file or folder, ``reason`` what is wrong."""
+
+    def __init__(self, path: str | os.PathLike, reason: str) -> None:
+        self.path = str(path)
+        self.reason = reason
+        super().__init__(f"{self.path}: {reason}")
+
+
+@dataclass
+class DatasetCard:
+    """What the dataset card says about a dataset."""
+
+    name: str
+    pretty_name: str
+    description: str
+    license: str
+    columns: dict[str, str]
+    provenance: dict[str, Any] = field(default_factory=dict)
+    build_command: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+def _card_text(card: DatasetCard, features, split: str, n_rows: int) -> str:
+    header = {
+        "pretty_name": card.pretty_name,
+        "license": card.license,
+        "configs": [{"config_name": "default", "data_files": [{"split": split, "path": f"data/{split}-*"}]}],
+        "dataset_info": {"features": features._to_yaml_list()},
+    }
+    lines = ["---", yaml.safe_dump(header, sort_keys=False).rstrip(), "---", "", f"# {card.pretty_name}", "",
+             card.description, "", "## Schema", "", "| column | type | description |", "|---|---|---|"]
+    for column, feature in features.items():
+        lines.append(f"| `{column}` | {type(feature).__name__} | {card.columns.get(column, '')} |")
+    lines += ["", "## Provenance", ""]
+    lines += [f"- **{k}**: {v}" for k, v in card.provenance.items()]
+    lines += [f"- **builder**: lm-eval-bias `datasets_builder` v{BUILDER_VERSION}",
+              f"- **built**: {_dt.datetime.now(_dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
+              f"- **rows**: {n_rows} ({split} split)", "", "## License", "", f"`{card.license}`", ""]
+    if card.build_command:
+        lines += ["## How it was built", "", "```bash", card.build_command, "```", ""]
+    if card.notes:
+        lines += ["## Notes", ""] + [f"- {n}" for n in card.notes] + [""]
+    return "\n".join(lines)
+
+
+def write_hub_dataset(output: str | os.PathLike, rows: Iterable[dict[str, Any]] | Any, features, card: DatasetCard, *,
+                      split: str = "test", overwrite: bool = False, max_shard_bytes: int = 256 * 2**20) -> Path:
+    """Write ``rows`` (dicts, or a ``datasets.Dataset``) as a Hub-layout dataset at ``output``."""
+    import datasets
+
+    output = Path(output).absolute()
+    if output.exists() and not overwrite:
+        raise SourceError(output, "output already exists (pass --overwrite to replace it)")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{output.name}.tmp-", dir=output.parent))
+    try:
+        ds = rows if isinstance(rows, datasets.Dataset) else datasets.Dataset.from_list(list(rows), features=features)
+        (tmp / "data").mkdir()
+        n_shards = max(1, min(len(ds), -(-int(ds.data.nbytes) // max_shard_bytes)))
+        for k in range(n_shards):
+            shard = ds.shard(num_shards=n_shards, index=k, contiguous=True)
+            shard.to_parquet(str(tmp / "data" / f"{split}-{k:05d}-of-{n_shards:05d}.parquet"))
+        (tmp / "README.md").write_text(_card_text(card, ds.features, split, len(ds)), encoding="utf-8")
+        if output.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{output.name}.old-", dir=output.parent))
+            os.rename(output, old / "previous")
+            os.rename(tmp, output)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.rename(tmp, output)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return output
+
+
+def push_to_hub(folder: str | os.PathLike, repo_id: str, private: bool = False) -> str:
+    """Upload a built dataset folder to the Hub as a dataset repository.
+
+    The token comes from the standard environment (``HF_TOKEN`` or the login cache) through
+    ``huggingface_hub`` itself; it is never printed, logged or written. Returns the repo URL.
+    """
+    from huggingface_hub import HfApi
+
+    api = HfApi()
+    url = api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
+    api.upload_folder(folder_path=str(folder), repo_id=repo_id, repo_type="dataset",
+                      commit_message="Upload dataset built by lm-eval-bias")
+    return str(url)

@@ -1,0 +1,41 @@
+"""Shared fixtures: offline environment and small synthetic FOCUS data built with the real builders."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("LMEVAL_HASHMM", "0")
+
+#: Occupations and templates of the small synthetic set used by pipeline tests.
+SMALL_OCCUPATIONS = ("ceo", "nurse")
+SMALL_TEMPLATES = (1, 2)
+BIOS_PER_OCCUPATION = 3
+
+
+@pytest.fixture(scope="session")
+def small_focus_data(tmp_path_factory) -> Path:
+    """LM_EVAL_BIAS_DATA_DIR-style folder with `focus` (2 occupations x 2 templates, 64 px) and
+    `focus_bios` (3 biographies per occupation), built by the real builders."""
+    from datasets_builder.focus import build_focus
+    from datasets_builder.focus_bios import build_focus_bios
+    from lm_eval_bias.testing.synthetic_focus import make_synthetic_bios, make_synthetic_focus
+
+    root = tmp_path_factory.mktemp("focus_small")
+    make_synthetic_focus(root / "src", occupations=SMALL_OCCUPATIONS, templates=SMALL_TEMPLATES, size=(64, 64))
+    build_focus(root / "src", root / "data" / "focus")
+    bios = make_synthetic_bios(root / "bios.jsonl", per_occupation=BIOS_PER_OCCUPATION)
+    build_focus_bios(bios, root / "data" / "focus_bios", per_occupation=BIOS_PER_OCCUPATION)
+    return root / "data"
+
+
+@pytest.fixture
+def focus_env(small_focus_data, monkeypatch) -> Path:
+    """Point every task at the small synthetic set."""
+    monkeypatch.setenv("LM_EVAL_BIAS_DATA_DIR", str(small_focus_data))
+    return small_focus_data
