@@ -75,7 +75,12 @@ def _load_location(location: str, split: str):
     with _CACHE_LOCK:
         if key not in _SPLIT_CACHE:
             try:
-                ds = datasets.load_dataset(location, split=split)
+                if Path(location).is_dir():
+                    ds = _read_local_split(Path(location), split)
+                else:
+                    ds = datasets.load_dataset(location, split=split)
+            except DataSourceError:
+                raise
             except Exception as exc:  # noqa: BLE001 - re-raised with the location that failed
                 raise DataSourceError(f"could not load dataset from {location}: {exc}") from exc
             for column, feature in ds.features.items():
@@ -83,6 +88,24 @@ def _load_location(location: str, split: str):
                     ds = ds.cast_column(column, datasets.Image(decode=False))
             _SPLIT_CACHE[key] = ds
         return _SPLIT_CACHE[key]
+
+
+def _read_local_split(folder: Path, split: str):
+    """A builder's Hub-layout folder, read straight from its parquet shards.
+
+    Not through ``datasets.load_dataset``: its cache key for local folders can collide between two
+    folders of the same name, so a rebuilt dataset could be served stale from ``~/.cache``.
+    """
+    import datasets
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    shards = sorted((folder / "data").glob(f"{split}-*.parquet"))
+    if not shards:
+        raise DataSourceError(f"{folder}: no data/{split}-*.parquet shards (not a builder output folder?)")
+    table = pa.concat_tables([pq.read_table(shard) for shard in shards])
+    features = datasets.Features.from_arrow_schema(table.schema)
+    return datasets.Dataset(table, info=datasets.DatasetInfo(features=features))
 
 
 def require_columns(ds, columns: tuple[str, ...], name: str) -> None:
