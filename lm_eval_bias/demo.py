@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="lm-eval-bias demo", description=__doc__)
     parser.add_argument("--output", default="demo_out", help="folder for data and results (default: demo_out)")
     parser.add_argument("--tasks", default="reflect", help="tasks or groups to run (default: reflect)")
-    parser.add_argument("--model_args", default="refusal_rate=0.05,position_bias=0.1",
+    parser.add_argument("--model_args", default="refusal_rate=0.05,position_bias=0.1,salary_noise=3000",
                         help="bias-probe settings (see lm_eval_bias.models.bias_probe)")
     args = parser.parse_args(argv)
     root = Path(args.output).resolve()

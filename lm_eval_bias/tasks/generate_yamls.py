@@ -20,8 +20,9 @@ MODULE = "lm_eval_bias.tasks.reflect"
 LETTER_GENERATION = {"until": ["\\n\\n"], "do_sample": "false", "temperature": "0.0", "max_gen_toks": "8"}
 SALARY_GENERATION = {"until": ["\\n\\n"], "do_sample": "false", "temperature": "0.0", "max_gen_toks": "16"}
 
-#: Metrics where lm-eval's "higher is better" arrow is meaningful; bias effects (win rates, gaps)
-#: have no better direction and get none.
+#: Metrics where lm-eval's "higher is better" arrow is meaningful. Bias effects (win rates, gaps,
+#: JSD's group-vs-global divergence), their errors and p-values have no better direction: they are
+#: written as ``higher_is_better: null`` (no arrow in the table, and no warning from lm-eval).
 HIGHER_IS_BETTER = {
     "retained_rate": True,
     "valid_rate": True,
@@ -38,8 +39,8 @@ def _metric_list(family: str) -> list[str]:
     for key, metric, is_stderr in reflect.RESULT_KEYS[family]:
         lines.append(f"  - metric: {key}")
         lines.append(f"    aggregation: !function {MODULE}.{reflect.aggregation_name(family, key)}")
-        if not is_stderr and metric in HIGHER_IS_BETTER and key == metric:
-            lines.append(f"    higher_is_better: {str(HIGHER_IS_BETTER[metric]).lower()}")
+        direction = HIGHER_IS_BETTER.get(metric) if not is_stderr else None
+        lines.append(f"    higher_is_better: {'null' if direction is None else str(direction).lower()}")
     return lines
 
 
