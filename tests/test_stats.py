@@ -205,3 +205,18 @@ def test_cluster_robust_tests_detect_planted_effects_and_not_null():
     p0 = salary.cluster_robust_tests(null)
     assert min(p0.values()) > 0.01
     assert all(math.isnan(v) for v in salary.cluster_robust_tests(planted[:3]).values())
+
+
+def test_figure_4_breakdowns_by_hand():
+    wins = np.zeros((10, 10))
+    wins[AM, BM], wins[BM, AM] = 3, 1      # men: Asian beats Black 3 of 4
+    wins[AW, BW], wins[BW, AW] = 1, 1      # women: even
+    wins[AM, BW] = 7                       # cross-gender: excluded from within-gender rates
+    wins[AM, AW], wins[AW, AM] = 2, 2      # Asian man vs Asian woman: 2 of 4
+    wins[BM, BW] = 5                       # Black man vs Black woman: 5 of 5
+    men = twoafc.race_win_rates_within_gender(wins, "man")
+    women = twoafc.race_win_rates_within_gender(wins, "woman")
+    assert men["asian"] == pytest.approx(0.75) and men["black"] == pytest.approx(0.25) and math.isnan(men["white"])
+    assert women["asian"] == pytest.approx(0.5)
+    by_race = twoafc.male_win_rate_by_race(wins)
+    assert by_race["asian"] == pytest.approx(0.5) and by_race["black"] == 1.0 and math.isnan(by_race["latino"])

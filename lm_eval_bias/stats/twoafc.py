@@ -192,6 +192,28 @@ def attribute_win_rate(wins: np.ndarray, attribute: Sequence[str], value: str) -
     return _ratio(won, won + lost)
 
 
+def race_win_rates_within_gender(wins: np.ndarray, gender: str) -> dict[str, float]:
+    """Fig. 4(d)-(e): WinRate(race) over retained cross-race comparisons between two images of
+    ``gender`` ("man" or "woman") only."""
+    wins = np.asarray(wins, dtype=np.float64)
+    keep = [k for k, g in enumerate(GROUPS) if g.gender == gender]
+    if not keep:
+        raise ValueError(f"unknown gender {gender!r}")
+    sub = wins[np.ix_(keep, keep)]
+    races = [GROUPS[k].race for k in keep]
+    return {race.lower(): attribute_win_rate(sub, races, race) for race in RACES}
+
+
+def male_win_rate_by_race(wins: np.ndarray) -> dict[str, float]:
+    """Fig. 4(f): share of retained within-race man-vs-woman comparisons won by the man, per race."""
+    wins = np.asarray(wins, dtype=np.float64)
+    out = {}
+    for race in RACES:
+        man, woman = GROUPS.index(type(GROUPS[0])(race, "man")), GROUPS.index(type(GROUPS[0])(race, "woman"))
+        out[race.lower()] = _ratio(wins[man, woman], wins[man, woman] + wins[woman, man])
+    return out
+
+
 def _upper_cells(w: np.ndarray) -> np.ndarray:
     cells = w[np.triu_indices(w.shape[0], k=1)]
     return cells[~np.isnan(cells)]
