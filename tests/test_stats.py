@@ -220,3 +220,19 @@ def test_figure_4_breakdowns_by_hand():
     assert women["asian"] == pytest.approx(0.5)
     by_race = twoafc.male_win_rate_by_race(wins)
     assert by_race["asian"] == pytest.approx(0.5) and by_race["black"] == 1.0 and math.isnan(by_race["latino"])
+
+
+def test_mcq_loto_of_gaps():
+    # Salary A-F; 3 templates: men answer F and women A in two, both answer C in the third.
+    records = []
+    for t, split in ((1, True), (2, True), (3, False)):
+        for g in range(10):
+            choice = ("F" if GROUPS[g].gender == "man" else "A") if split else "C"
+            records.append(mcq.MCQRecord(f"ceo/{t}", "ceo", g, "valid", choice))
+    s = mcq.mcq_summary(records, mcq.SALARY_OPTIONS, mcq.SALARY_BIN_MIDPOINTS_USD, n_boot=0)
+    # full: men mean (110k*2 + 50k)/3 = 90k, women (10k*2 + 50k)/3 = 23.33k -> gap = 90/23.33 - 1
+    assert s.estimates["gap_male"] == pytest.approx(90000 / (70000 / 3) - 1)
+    # dropping template 3 gives 110/10 - 1 = 10 (largest move); dropping 1 or 2 keeps (160/60) - 1
+    loto = s.loto["gap_male"]
+    assert loto.stable_sign and loto.n_left_out == 3
+    assert loto.max_abs_deviation == pytest.approx(10 - (90000 / (70000 / 3) - 1))

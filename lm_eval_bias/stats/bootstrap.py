@@ -87,6 +87,29 @@ def summarize_replicates(replicates: np.ndarray, level: float = 0.95) -> Bootstr
     return BootstrapSummary(float(np.std(values, ddof=1)), float(low), float(high), int(values.size))
 
 
+def template_bootstrap(
+    per_cluster_counts: Mapping[str, np.ndarray],
+    strata: Sequence[Hashable],
+    metric_fn: Callable[[dict[str, np.ndarray]], Mapping[str, float]],
+    keys: Sequence[str],
+    n_boot: int,
+    seed: int,
+    level: float = 0.95,
+) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
+    """(stderr, ci_low, ci_high) per metric key from a stratified cluster bootstrap of counts.
+
+    ``n_boot = 0`` or no clusters give NaN for every key.
+    """
+    replicates: dict[str, np.ndarray] = {}
+    if n_boot and len(strata):
+        replicates = weighted_replicates(per_cluster_counts, cluster_bootstrap_weights(strata, n_boot, seed), metric_fn)
+    stderr, ci_low, ci_high = {}, {}, {}
+    for key in keys:
+        s = summarize_replicates(replicates.get(key, np.array([])), level)
+        stderr[key], ci_low[key], ci_high[key] = s.stderr, s.ci_low, s.ci_high
+    return stderr, ci_low, ci_high
+
+
 @dataclass(frozen=True)
 class LotoSummary:
     """Leave-one-template-out robustness of one effect (App. C.3, Table 9)."""
@@ -105,3 +128,29 @@ def loto_sign_stability(estimate: float, loo_estimates: Sequence[float], center:
     sign = np.sign(estimate - center)
     stable = bool(sign != 0 and np.all(np.sign(loo - center) == sign))
     return LotoSummary(stable, float(np.nanmax(np.abs(loo - estimate))) if np.any(~np.isnan(loo)) else float("nan"), int(loo.size))
+
+
+def template_loto(
+    per_cluster_counts: Mapping[str, np.ndarray],
+    metric_fn: Callable[[dict[str, np.ndarray]], Mapping[str, float]],
+    estimates: Mapping[str, float],
+    effects: Mapping[str, float],
+) -> dict[str, LotoSummary]:
+    """Leave-one-template-out sign stability of each effect ``{key: centre}`` (App. C.3).
+
+    Empty when there are fewer than two templates (nothing to leave out)."""
+    n = len(next(iter(per_cluster_counts.values()))) if per_cluster_counts else 0
+    if n < 2:
+        return {}
+    loo = weighted_replicates(per_cluster_counts, leave_one_out_weights(n), metric_fn)
+    return {key: loto_sign_stability(estimates[key], loo[key], centre) for key, centre in effects.items()}
+
+
+@dataclass
+class EstimatesWithErrors:
+    """Point estimates with template-cluster bootstrap standard errors and 95 % intervals."""
+
+    estimates: dict[str, float]
+    stderr: dict[str, float]
+    ci_low: dict[str, float]
+    ci_high: dict[str, float]

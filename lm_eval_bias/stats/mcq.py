@@ -20,7 +20,7 @@ import numpy as np
 from scipy.spatial.distance import jensenshannon
 
 from lm_eval_bias.focus_schema import GENDERS, GROUPS, RACES, REFERENCE_GENDER, REFERENCE_RACE
-from lm_eval_bias.stats.bootstrap import cluster_bootstrap_weights, summarize_replicates, weighted_replicates
+from lm_eval_bias.stats.bootstrap import EstimatesWithErrors, LotoSummary, template_bootstrap, template_loto
 from lm_eval_bias.stats.twoafc import STATUSES, VALID
 
 SALARY_OPTIONS = "ABCDEF"
@@ -141,13 +141,16 @@ def answer_distributions(records: Sequence[MCQRecord], options: str) -> dict[str
     return {k: (v / v.sum() if v.sum() > 0 else np.full(len(options), np.nan)) for k, v in out.items()}
 
 
+#: Effects whose leave-one-template-out sign stability is reported (centre 0: no gap).
+LOTO_EFFECTS: dict[str, float] = {"gap_male": 0.0, **{f"gap_{r.lower()}": 0.0 for r in RACES if r != REFERENCE_RACE}}
+
+
 @dataclass
-class MCQSummary:
-    estimates: dict[str, float]
-    stderr: dict[str, float]
-    ci_low: dict[str, float]
-    ci_high: dict[str, float]
+class MCQSummary(EstimatesWithErrors):
+    """MCQ estimates with bootstrap errors, answer distributions per group and LOTO of the gaps."""
+
     distributions: dict[str, np.ndarray]
+    loto: dict[str, LotoSummary]
     n_templates: int
     n_boot: int
     seed: int
@@ -159,9 +162,7 @@ def mcq_summary(records: Sequence[MCQRecord], options: str, option_values: Mappi
     templates, strata, counts = mcq_count_table(records, options)
     metric = lambda c: mcq_metrics(c, options, option_values)  # noqa: E731
     estimates = metric({k: v.sum(axis=0) for k, v in counts.items()})
-    replicates = weighted_replicates(counts, cluster_bootstrap_weights(strata, n_boot, seed), metric) if n_boot and templates else {}
-    stderr, ci_low, ci_high = {}, {}, {}
-    for key in estimates:
-        s = summarize_replicates(replicates.get(key, np.array([])))
-        stderr[key], ci_low[key], ci_high[key] = s.stderr, s.ci_low, s.ci_high
-    return MCQSummary(estimates, stderr, ci_low, ci_high, answer_distributions(records, options), len(templates), n_boot, seed)
+    stderr, ci_low, ci_high = template_bootstrap(counts, strata, metric, list(estimates), n_boot, seed)
+    loto = template_loto(counts, metric, estimates, LOTO_EFFECTS)
+    return MCQSummary(estimates, stderr, ci_low, ci_high, answer_distributions(records, options), loto, len(templates),
+                      n_boot, seed)

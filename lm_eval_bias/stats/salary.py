@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from lm_eval_bias.focus_schema import GROUPS, RACES, REFERENCE_GENDER, REFERENCE_RACE
-from lm_eval_bias.stats.bootstrap import cluster_bootstrap_weights, summarize_replicates, weighted_replicates
+from lm_eval_bias.stats.bootstrap import EstimatesWithErrors, template_bootstrap
 from lm_eval_bias.stats.twoafc import STATUSES, VALID
 
 GAP_KEYS: tuple[str, ...] = tuple(f"gap_pct_{r.lower()}" for r in RACES if r != REFERENCE_RACE) + ("gap_pct_male",)
@@ -170,11 +170,9 @@ def cluster_robust_tests(records: Sequence[SalaryRecord]) -> dict[str, float]:
 
 
 @dataclass
-class SalarySummary:
-    estimates: dict[str, float]
-    stderr: dict[str, float]
-    ci_low: dict[str, float]
-    ci_high: dict[str, float]
+class SalarySummary(EstimatesWithErrors):
+    """Salary estimates with bootstrap errors, per-occupation gaps and the App. C.6 tests."""
+
     tests: dict[str, float]
     gaps_by_occupation: pd.DataFrame
     tests_by_occupation: pd.DataFrame
@@ -188,11 +186,7 @@ def salary_summary(records: Sequence[SalaryRecord], n_boot: int = 1000, seed: in
     per occupation (the rows of Table 13)."""
     templates, strata, occupations, counts = salary_count_table(records)
     estimates = salary_metrics({k: v.sum(axis=0) for k, v in counts.items()})
-    replicates = weighted_replicates(counts, cluster_bootstrap_weights(strata, n_boot, seed), salary_metrics) if n_boot and templates else {}
-    stderr, ci_low, ci_high = {}, {}, {}
-    for key in estimates:
-        s = summarize_replicates(replicates.get(key, np.array([])))
-        stderr[key], ci_low[key], ci_high[key] = s.stderr, s.ci_low, s.ci_high
+    stderr, ci_low, ci_high = template_bootstrap(counts, strata, salary_metrics, list(estimates), n_boot, seed)
     sums, n_valid = counts["sum"].sum(axis=0), counts["n_valid"].sum(axis=0)
     gaps = pd.DataFrame([{"occupation": o, **occupation_gaps(sums[k], n_valid[k])} for k, o in enumerate(occupations)])
     tests = cluster_robust_tests(records)

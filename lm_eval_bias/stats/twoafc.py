@@ -26,14 +26,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from lm_eval_bias.focus_schema import GROUPS, RACES
-from lm_eval_bias.stats.bootstrap import (
-    LotoSummary,
-    cluster_bootstrap_weights,
-    leave_one_out_weights,
-    loto_sign_stability,
-    summarize_replicates,
-    weighted_replicates,
-)
+from lm_eval_bias.stats.bootstrap import EstimatesWithErrors, LotoSummary, template_bootstrap, template_loto
 
 VALID, REFUSAL, INVALID = "valid", "refusal", "invalid"
 STATUSES = (VALID, REFUSAL, INVALID)
@@ -262,13 +255,9 @@ LOTO_EFFECTS: dict[str, float] = {"male_win_rate": 0.5, **{f"win_rate_{r.lower()
 
 
 @dataclass
-class TwoAFCSummary:
+class TwoAFCSummary(EstimatesWithErrors):
     """Estimates, template-cluster bootstrap errors/CIs, the 10x10 win-rate matrix and LOTO."""
 
-    estimates: dict[str, float]
-    stderr: dict[str, float]
-    ci_low: dict[str, float]
-    ci_high: dict[str, float]
     win_matrix: np.ndarray
     wins: np.ndarray
     n_templates: int
@@ -286,16 +275,7 @@ def twoafc_summary(calls: Sequence[TwoAFCCall], n_boot: int = 1000, seed: int = 
     table = twoafc_count_table(calls, n_groups)
     totals = {k: v.sum(axis=0) for k, v in table.counts.items()}
     estimates = twoafc_metrics(totals)
-    stderr, ci_low, ci_high = {}, {}, {}
-    weights = cluster_bootstrap_weights(table.strata, n_boot, seed)
-    replicates = weighted_replicates(table.counts, weights, twoafc_metrics) if n_boot and table.templates else {}
-    for key in estimates:
-        s = summarize_replicates(replicates.get(key, np.array([])))
-        stderr[key], ci_low[key], ci_high[key] = s.stderr, s.ci_low, s.ci_high
-    loto: dict[str, LotoSummary] = {}
-    if len(table.templates) > 1:
-        loo = weighted_replicates(table.counts, leave_one_out_weights(len(table.templates)), twoafc_metrics)
-        for key, center in LOTO_EFFECTS.items():
-            loto[key] = loto_sign_stability(estimates[key], loo[key], center)
+    stderr, ci_low, ci_high = template_bootstrap(table.counts, table.strata, twoafc_metrics, list(estimates), n_boot, seed)
+    loto = template_loto(table.counts, twoafc_metrics, estimates, LOTO_EFFECTS)
     return TwoAFCSummary(estimates, stderr, ci_low, ci_high, win_rate_matrix(totals["wins"]), totals["wins"],
                          len(table.templates), loto, n_boot, seed)
