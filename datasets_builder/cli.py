@@ -39,6 +39,17 @@ def _build_focus_bios(args) -> int:
     return _finish(args, summary.output)
 
 
+def _build_fact_or_fair(args) -> int:
+    from datasets_builder.fact_or_fair import build_fact_or_fair
+
+    summary = build_fact_or_fair(args.source, args.output, seed=args.seed,
+                                 drop_contradictions=args.drop_contradictions, overwrite=args.overwrite)
+    for statistic, attribute in summary.dropped:
+        print(f"dropped contradictory {statistic} / {attribute}")
+    print(f"wrote {summary.n_objective} objective and {summary.n_subjective} subjective queries to {summary.output}")
+    return _finish(args, summary.output)
+
+
 def _guarded(func):
     def run(args) -> int:
         try:
@@ -65,7 +76,15 @@ def add_build_subcommands(subparsers) -> None:
     bios.add_argument("--seed", type=int, default=0, help="seed of the per-occupation selection")
     bios.set_defaults(func=_guarded(_build_focus_bios))
 
-    for parser in (focus, bios):
+    fof = subparsers.add_parser("fact-or-fair", help="FACT-OR-FAIR objective and subjective queries")
+    fof.add_argument("--source", required=True, help="folder with the authors' files (all_highest_lowest.csv, ...)")
+    fof.add_argument("--output", required=True, help="output folder (Hub layout, configs objective/subjective)")
+    fof.add_argument("--seed", type=int, default=0, help="seed of option orders and profiles (recorded)")
+    fof.add_argument("--drop-contradictions", action="store_true",
+                     help="drop queries on statistics whose highest and lowest group are the same (recorded)")
+    fof.set_defaults(func=_guarded(_build_fact_or_fair))
+
+    for parser in (focus, bios, fof):
         parser.add_argument("--push-to-hub", metavar="REPO_ID", default=None,
                             help="upload the output folder as a Hub dataset (token from the environment)")
         parser.add_argument("--overwrite", action="store_true", help="replace an existing output folder")

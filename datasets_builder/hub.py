@@ -47,22 +47,30 @@ class DatasetCard:
     notes: list[str] = field(default_factory=list)
 
 
-def _card_text(card: DatasetCard, features, split: str, n_rows: int) -> str:
+def _card_text(card: DatasetCard, configs: dict[str, tuple[Any, int]], split: str) -> str:
+    """Card for ``configs``: {config name: (features, number of rows)}."""
     header = {
         "pretty_name": card.pretty_name,
         "license": card.license,
-        "configs": [{"config_name": "default", "data_files": [{"split": split, "path": f"data/{split}-*"}]}],
-        "dataset_info": {"features": features._to_yaml_list()},
+        "configs": [{"config_name": name, "data_files": [{"split": split, "path": _shard_glob(name, split)}]}
+                    for name in configs],
+        "dataset_info": [{"config_name": name, "features": features._to_yaml_list()} for name, (features, _) in configs.items()],
     }
     lines = ["---", yaml.safe_dump(header, sort_keys=False).rstrip(), "---", "", f"# {card.pretty_name}", "",
-             card.description, "", "## Schema", "", "| column | type | description |", "|---|---|---|"]
-    for column, feature in features.items():
-        lines.append(f"| `{column}` | {type(feature).__name__} | {card.columns.get(column, '')} |")
-    lines += ["", "## Provenance", ""]
+             card.description, "", "## Schema", ""]
+    for name, (features, n_rows) in configs.items():
+        if len(configs) > 1:
+            lines += [f"### Config `{name}` ({n_rows} rows)", ""]
+        lines += ["| column | type | description |", "|---|---|---|"]
+        for column, feature in features.items():
+            lines.append(f"| `{column}` | {type(feature).__name__} | {card.columns.get(column, '')} |")
+        lines.append("")
+    lines += ["## Provenance", ""]
     lines += [f"- **{k}**: {v}" for k, v in card.provenance.items()]
+    total = sum(n for _, n in configs.values())
     lines += [f"- **builder**: lm-eval-bias `datasets_builder` v{BUILDER_VERSION}",
               f"- **built**: {_dt.datetime.now(_dt.timezone.utc).strftime('%Y-%m-%d %H:%M UTC')}",
-              f"- **rows**: {n_rows} ({split} split)", "", "## License", "", f"`{card.license}`", ""]
+              f"- **rows**: {total} ({split} split)", "", "## License", "", f"`{card.license}`", ""]
     if card.build_command:
         lines += ["## How it was built", "", "```bash", card.build_command, "```", ""]
     if card.notes:
@@ -70,9 +78,21 @@ def _card_text(card: DatasetCard, features, split: str, n_rows: int) -> str:
     return "\n".join(lines)
 
 
+def _shard_glob(config: str, split: str) -> str:
+    return f"data/{split}-*" if config == "default" else f"data/{config}/{split}-*"
+
+
 def write_hub_dataset(output: str | os.PathLike, rows: Iterable[dict[str, Any]] | Any, features, card: DatasetCard, *,
                       split: str = "test", overwrite: bool = False, max_shard_bytes: int = 256 * 2**20) -> Path:
-    """Write ``rows`` (dicts, or a ``datasets.Dataset``) as a Hub-layout dataset at ``output``."""
+    """Write ``rows`` (dicts, or a ``datasets.Dataset``) as a one-config Hub-layout dataset at ``output``."""
+    return write_hub_dataset_configs(output, {"default": (rows, features)}, card, split=split, overwrite=overwrite,
+                                     max_shard_bytes=max_shard_bytes)
+
+
+def write_hub_dataset_configs(output: str | os.PathLike, configs: dict[str, tuple[Any, Any]], card: DatasetCard, *,
+                              split: str = "test", overwrite: bool = False, max_shard_bytes: int = 256 * 2**20) -> Path:
+    """Write several configs ``{name: (rows, features)}`` as one Hub-layout dataset at ``output``
+    (``load_dataset(output, name)`` loads a config). Atomic, as the module docstring says."""
     import datasets
 
     output = Path(output).absolute()
@@ -81,13 +101,17 @@ def write_hub_dataset(output: str | os.PathLike, rows: Iterable[dict[str, Any]] 
     output.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{output.name}.tmp-", dir=output.parent))
     try:
-        ds = rows if isinstance(rows, datasets.Dataset) else datasets.Dataset.from_list(list(rows), features=features)
-        (tmp / "data").mkdir()
-        n_shards = max(1, min(len(ds), -(-int(ds.data.nbytes) // max_shard_bytes)))
-        for k in range(n_shards):
-            shard = ds.shard(num_shards=n_shards, index=k, contiguous=True)
-            shard.to_parquet(str(tmp / "data" / f"{split}-{k:05d}-of-{n_shards:05d}.parquet"))
-        (tmp / "README.md").write_text(_card_text(card, ds.features, split, len(ds)), encoding="utf-8")
+        written: dict[str, tuple[Any, int]] = {}
+        for name, (rows, features) in configs.items():
+            ds = rows if isinstance(rows, datasets.Dataset) else datasets.Dataset.from_list(list(rows), features=features)
+            folder = tmp / Path(_shard_glob(name, split)).parent
+            folder.mkdir(parents=True, exist_ok=True)
+            n_shards = max(1, min(len(ds), -(-int(ds.data.nbytes) // max_shard_bytes)))
+            for k in range(n_shards):
+                shard = ds.shard(num_shards=n_shards, index=k, contiguous=True)
+                shard.to_parquet(str(folder / f"{split}-{k:05d}-of-{n_shards:05d}.parquet"))
+            written[name] = (ds.features, len(ds))
+        (tmp / "README.md").write_text(_card_text(card, written, split), encoding="utf-8")
         if output.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{output.name}.old-", dir=output.parent))
             os.rename(output, old / "previous")

@@ -26,6 +26,7 @@ DATA_DIR_ENV = "LM_EVAL_BIAS_DATA_DIR"
 DEFAULT_HUB_IDS: dict[str, str] = {
     "focus": "lm-eval-bias/focus",
     "focus_bios": "lm-eval-bias/focus_bios",
+    "fact_or_fair": "lm-eval-bias/fact_or_fair",
 }
 
 
@@ -60,25 +61,24 @@ _SPLIT_CACHE: dict[tuple[str, str], Any] = {}
 _CACHE_LOCK = threading.Lock()
 
 
-def load_split(name: str, hub_id: str | None = None, split: str = "test"):
-    """Load one split of dataset ``name`` (cached per process, so tasks of one run share it).
+def load_split(name: str, hub_id: str | None = None, split: str = "test", config: str | None = None):
+    """Load one split (of one config) of dataset ``name``, cached per process so tasks of one run
+    share it. Image columns are returned undecoded (``{"bytes", "path"}``); decode through
+    :class:`ImageStore`."""
+    return _load_location(resolve_dataset_location(name, hub_id), split, config)
 
-    Image columns are returned undecoded (``{"bytes", "path"}``); decode through :class:`ImageStore`.
-    """
-    return _load_location(resolve_dataset_location(name, hub_id), split)
 
-
-def _load_location(location: str, split: str):
+def _load_location(location: str, split: str, config: str | None = None):
     import datasets
 
-    key = (location, split)
+    key = (location, split, config)
     with _CACHE_LOCK:
         if key not in _SPLIT_CACHE:
             try:
                 if Path(location).is_dir():
-                    ds = _read_local_split(Path(location), split)
+                    ds = _read_local_split(Path(location), split, config)
                 else:
-                    ds = datasets.load_dataset(location, split=split)
+                    ds = datasets.load_dataset(location, config, split=split)
             except DataSourceError:
                 raise
             except Exception as exc:  # noqa: BLE001 - re-raised with the location that failed
@@ -90,7 +90,7 @@ def _load_location(location: str, split: str):
         return _SPLIT_CACHE[key]
 
 
-def _read_local_split(folder: Path, split: str):
+def _read_local_split(folder: Path, split: str, config: str | None = None):
     """A builder's Hub-layout folder, read straight from its parquet shards.
 
     Not through ``datasets.load_dataset``: its cache key for local folders can collide between two
@@ -100,9 +100,10 @@ def _read_local_split(folder: Path, split: str):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    shards = sorted((folder / "data").glob(f"{split}-*.parquet"))
+    data_dir = folder / "data" / config if config and config != "default" else folder / "data"
+    shards = sorted(data_dir.glob(f"{split}-*.parquet"))
     if not shards:
-        raise DataSourceError(f"{folder}: no data/{split}-*.parquet shards (not a builder output folder?)")
+        raise DataSourceError(f"{data_dir}: no {split}-*.parquet shards (not a builder output folder?)")
     table = pa.concat_tables([pq.read_table(shard) for shard in shards])
     features = datasets.Features.from_arrow_schema(table.schema)
     return datasets.Dataset(table, info=datasets.DatasetInfo(features=features))

@@ -1,0 +1,304 @@
+"""``lm-eval-bias build fact-or-fair``: FACT-OR-FAIR queries (paper: ``fact_or_fair.txt``, Sec. 3).
+
+Source: a folder holding the authors' files in the format of their release (see
+``../shared/upstream/fact_or_fair/``): ``all_highest_lowest.csv``, ``classes.json`` (categories,
+definitions, per-attribute option groups), ``prompts_high.json`` / ``prompts_low.json`` (three
+scenarios per statistic), ``prompts_representativeness_bias.json``,
+``prompts_attribution_error_high.json`` / ``_low.json``, ``prompts_group_bias.json`` and
+``templates_and_profile_lists.json`` (query templates, names, ages, groups). The same files under a
+``data/`` sub-folder are accepted too.
+
+Output: a Hub-layout dataset with two configs:
+
+- ``objective`` — every statistic x attribute it is tested on (gender, race) x {highest, lowest} x 3
+  rounds, the option order shuffled per round (the authors' ``obj_test.py``);
+- ``subjective`` — every statistic x {high, low} x its 3 scenarios x 4 contexts (baseline,
+  representativeness, attribution, ingroup) x 100 profiles; each of the 4 options draws name, age,
+  gender and race uniformly with replacement, and the ``{race}``/``{gender}`` of a context's
+  background is drawn uniformly per query (the authors' ``subj_test.py``).
+
+Generation is deterministic for ``--seed`` (recorded in every row and in the card).
+
+Validation refuses contradictions in the statistics table — e.g. the upstream "Homelessness Rate"
+row has highest race = lowest race = Asian — unless ``drop_contradictions=True``, which drops every
+query scored on the contradictory statistic x attribute (recorded in the card).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from datasets_builder.hub import DatasetCard, SourceError, write_hub_dataset_configs
+
+REQUIRED_FILES = (
+    "all_highest_lowest.csv", "classes.json", "prompts_high.json", "prompts_low.json",
+    "prompts_representativeness_bias.json", "prompts_attribution_error_high.json",
+    "prompts_attribution_error_low.json", "prompts_group_bias.json", "templates_and_profile_lists.json",
+)
+ATTRIBUTES = ("gender", "race")
+SIDES = ("highest", "lowest")
+CONTEXTS = ("baseline", "representativeness", "attribution", "ingroup")
+SCENARIOS_PER_STATISTIC = 3
+PROFILES_PER_SCENARIO = 100
+ROUNDS = 3
+LETTERS = "ABCD"
+
+
+@dataclass(frozen=True)
+class FactOrFairSource:
+    """The authors' files, parsed and validated."""
+
+    statistics: list[str]
+    definitions: dict[str, str]
+    options: dict[str, dict[str, list[str]]]          # attribute -> statistic -> option groups
+    truth: dict[str, dict[str, dict[str, str | None]]]  # statistic -> attribute -> side -> group
+    scenarios: dict[str, dict[str, list[str]]]        # side -> statistic -> 3 scenarios
+    backgrounds: dict[str, Any]
+    templates: dict[str, Any]
+    contradictions: list[tuple[str, str]]             # (statistic, attribute) with highest == lowest
+
+
+def _locate(source: Path) -> Path:
+    for folder in (source, source / "data"):
+        if all((folder / name).is_file() for name in REQUIRED_FILES):
+            return folder
+    missing = [n for n in REQUIRED_FILES if not (source / n).is_file() and not (source / "data" / n).is_file()]
+    raise SourceError(source, f"missing source files: {', '.join(missing)}")
+
+
+def _json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise SourceError(path, f"not valid JSON ({exc.msg}, line {exc.lineno})") from None
+
+
+def read_source(source: str | os.PathLike) -> FactOrFairSource:
+    """Parse and validate the authors' files (raises :class:`SourceError` with file and reason)."""
+    folder = _locate(Path(source))
+    classes = _json(folder / "classes.json")
+    for key in ("categories", "definitions", "attrs"):
+        if key not in classes:
+            raise SourceError(folder / "classes.json", f"missing key {key!r}")
+    statistics = list(classes["categories"])
+    options = {attr: classes["attrs"].get(attr, {}) for attr in ATTRIBUTES}
+    truth: dict[str, dict[str, dict[str, str | None]]] = {}
+    table = folder / "all_highest_lowest.csv"
+    with open(table, newline="", encoding="utf-8") as handle:
+        reader = csv.DictReader(handle)
+        needed = {"category", "highest_gender", "lowest_gender", "highest_race", "lowest_race"}
+        if not needed <= set(reader.fieldnames or ()):
+            raise SourceError(table, f"needs columns {sorted(needed)}")
+        for line_no, row in enumerate(reader, 2):
+            stat = row["category"].strip()
+            if stat not in statistics:
+                raise SourceError(f"{table}:{line_no}", f"statistic {stat!r} is not in classes.json")
+            truth[stat] = {}
+            for attr in ATTRIBUTES:
+                sides = {side: (row[f"{side}_{attr}"].strip() or None) for side in SIDES}
+                sides = {side: (None if v in (None, "N/A") else v) for side, v in sides.items()}
+                groups = options[attr].get(stat, [])
+                tested = bool(groups)
+                if tested != all(v is not None for v in sides.values()) or (not tested and any(sides.values())):
+                    raise SourceError(f"{table}:{line_no}", f"{stat}: {attr} answers {sides} disagree with the "
+                                                            f"option groups {groups} in classes.json")
+                for side, group in sides.items():
+                    if group is not None and group not in groups:
+                        raise SourceError(f"{table}:{line_no}", f"{stat}: {side} {attr} {group!r} is not one of {groups}")
+                truth[stat][attr] = sides
+    missing = [s for s in statistics if s not in truth]
+    if missing:
+        raise SourceError(table, f"no row for statistics {missing}")
+    contradictions = [(s, a) for s in statistics for a in ATTRIBUTES
+                      if truth[s][a]["highest"] is not None and truth[s][a]["highest"] == truth[s][a]["lowest"]]
+    scenarios = {}
+    for side, name in (("high", "prompts_high.json"), ("low", "prompts_low.json")):
+        data = _json(folder / name)
+        for stat in statistics:
+            if len(data.get(stat, [])) != SCENARIOS_PER_STATISTIC:
+                raise SourceError(folder / name, f"{stat!r} needs {SCENARIOS_PER_STATISTIC} scenarios, has {len(data.get(stat, []))}")
+        scenarios[side] = data
+    backgrounds = {
+        "representativeness": _json(folder / "prompts_representativeness_bias.json"),
+        "attribution": {"high": _json(folder / "prompts_attribution_error_high.json"),
+                        "low": _json(folder / "prompts_attribution_error_low.json")},
+        "ingroup": _json(folder / "prompts_group_bias.json"),
+    }
+    for name, data in (("prompts_representativeness_bias.json", backgrounds["representativeness"]),
+                       ("prompts_attribution_error_high.json", backgrounds["attribution"]["high"]),
+                       ("prompts_attribution_error_low.json", backgrounds["attribution"]["low"]),
+                       ("prompts_group_bias.json", backgrounds["ingroup"])):
+        absent = [s for s in statistics if not isinstance(data.get(s), str)]
+        if absent:
+            raise SourceError(folder / name, f"no background for {absent}")
+    templates = _json(folder / "templates_and_profile_lists.json")
+    for key in ("objective", "subjective"):
+        if key not in templates or "template" not in templates[key]:
+            raise SourceError(folder / "templates_and_profile_lists.json", f"missing {key}.template")
+    for key in ("names", "ages", "genders", "races", "option_template"):
+        if not templates["subjective"].get(key):
+            raise SourceError(folder / "templates_and_profile_lists.json", f"missing subjective.{key}")
+    return FactOrFairSource(statistics, dict(classes["definitions"]), options, truth, scenarios, backgrounds,
+                            templates, contradictions)
+
+
+def _fill(template: str, **values: str) -> str:
+    """Replace ``{name}`` placeholders only (the templates contain literal JSON braces)."""
+    for key, value in values.items():
+        template = template.replace("{" + key + "}", value)
+    return template
+
+
+def objective_prompt(template: str, statistic: str, definition: str, side: str, options: list[str]) -> str:
+    """The authors' objective template with ``options`` in the given order: "...in America: A. x B. y."
+    followed by the answer-format instruction (``obj_test.py``)."""
+    head, sep, rest = template.partition(": A. {g1}")
+    if not sep or ". Please" not in rest:
+        raise SourceError("templates_and_profile_lists.json", "objective.template does not have the expected shape")
+    instruction = rest[rest.index(". Please") + 2:]
+    option_text = "".join(f" {LETTERS[i]}. {o}" for i, o in enumerate(options))
+    return _fill(head, category=statistic, definition=definition, statistic=side) + ":" + option_text + ". " + instruction
+
+
+def _objective_rows(src: FactOrFairSource, rng: random.Random, seed: int, dropped: set[tuple[str, str]]) -> list[dict]:
+    rows = []
+    template = src.templates["objective"]["template"]
+    for stat in src.statistics:
+        for attr in ATTRIBUTES:
+            groups = src.options[attr].get(stat, [])
+            if not groups or (stat, attr) in dropped:
+                continue
+            for side in SIDES:
+                truth = src.truth[stat][attr][side]
+                for round_no in range(1, ROUNDS + 1):
+                    order = list(groups)
+                    rng.shuffle(order)
+                    rows.append({
+                        "query_id": f"obj/{attr}/{stat}/{side}/{round_no}",
+                        "statistic": stat, "attribute": attr, "side": side, "round": round_no,
+                        "options": order, "answer": LETTERS[order.index(truth)], "true_group": truth,
+                        "prompt": objective_prompt(template, stat, src.definitions[stat], side, order),
+                        "seed": seed,
+                    })
+    return rows
+
+
+def _background(src: FactOrFairSource, context: str, stat: str, side: str, rng: random.Random) -> tuple[str, str | None, str | None]:
+    if context == "baseline":
+        return "", None, None
+    text = {"representativeness": src.backgrounds["representativeness"][stat],
+            "attribution": src.backgrounds["attribution"][side][stat],
+            "ingroup": src.backgrounds["ingroup"][stat]}[context]
+    race = gender = None
+    if "{race}" in text or "{gender}" in text:
+        race = rng.choice(src.templates["subjective"]["races"])
+        gender = rng.choice(src.templates["subjective"]["genders"])
+        text = text.replace("{race}", race).replace("{gender}", gender)
+    return text, race, gender
+
+
+def _subjective_rows(src: FactOrFairSource, rng: random.Random, seed: int) -> list[dict]:
+    sub = src.templates["subjective"]
+    rows = []
+    for stat in src.statistics:
+        for side in ("high", "low"):
+            full_side = "highest" if side == "high" else "lowest"
+            for scenario_no, scenario in enumerate(src.scenarios[side][stat], 1):
+                for context in CONTEXTS:
+                    for profile_no in range(1, PROFILES_PER_SCENARIO + 1):
+                        background, bg_race, bg_gender = _background(src, context, stat, side, rng)
+                        profiles = [{"name": rng.choice(sub["names"]), "age": rng.choice(sub["ages"]),
+                                     "gender": rng.choice(sub["genders"]), "race": rng.choice(sub["races"])}
+                                    for _ in LETTERS]
+                        options = [_fill(sub["option_template"], **p) for p in profiles]
+                        prompt = _fill(sub["template"], background=background, scenario=scenario, opt1=options[0],
+                                       opt2=options[1], opt3=options[2], opt4=options[3]).strip()
+                        rows.append({
+                            "query_id": f"subj/{context}/{stat}/{side}/{scenario_no}/{profile_no}",
+                            "statistic": stat, "side": full_side, "scenario": scenario_no, "context": context,
+                            "profiles": json.dumps(profiles), "background_race": bg_race, "background_gender": bg_gender,
+                            "true_gender": src.truth[stat]["gender"][full_side], "true_race": src.truth[stat]["race"][full_side],
+                            "prompt": prompt, "seed": seed,
+                        })
+    return rows
+
+
+def _features():
+    import datasets
+
+    v = datasets.Value
+    objective = datasets.Features({
+        "query_id": v("string"), "statistic": v("string"), "attribute": v("string"), "side": v("string"),
+        "round": v("int32"), "options": datasets.Sequence(v("string")), "answer": v("string"),
+        "true_group": v("string"), "prompt": v("string"), "seed": v("int64"),
+    })
+    subjective = datasets.Features({
+        "query_id": v("string"), "statistic": v("string"), "side": v("string"), "scenario": v("int32"),
+        "context": v("string"), "profiles": v("string"), "background_race": v("string"),
+        "background_gender": v("string"), "true_gender": v("string"), "true_race": v("string"),
+        "prompt": v("string"), "seed": v("int64"),
+    })
+    return objective, subjective
+
+
+@dataclass(frozen=True)
+class FactOrFairBuildSummary:
+    output: Path
+    n_objective: int
+    n_subjective: int
+    dropped: tuple[tuple[str, str], ...]
+
+
+def build_fact_or_fair(source: str | os.PathLike, output: str | os.PathLike, *, seed: int = 0,
+                       drop_contradictions: bool = False, overwrite: bool = False) -> FactOrFairBuildSummary:
+    """Validate the authors' files and write the ``fact_or_fair`` dataset (objective + subjective)."""
+    src = read_source(source)
+    if src.contradictions and not drop_contradictions:
+        listed = "; ".join(f"{s} ({a}: highest = lowest = {src.truth[s][a]['highest']})" for s, a in src.contradictions)
+        raise SourceError(Path(source) / "all_highest_lowest.csv",
+                          f"contradictory statistics: {listed}. Fix the table, or pass --drop-contradictions to "
+                          "drop the queries scored on them (recorded in the dataset card)")
+    dropped = set(src.contradictions)
+    rng = random.Random(seed)
+    objective = _objective_rows(src, rng, seed, dropped)
+    subjective = _subjective_rows(src, random.Random(seed + 1), seed)
+    # subjective queries scored on a contradictory attribute lose their ground truth for that attribute
+    for row in subjective:
+        for stat, attr in dropped:
+            if row["statistic"] == stat:
+                row[f"true_{attr}"] = None
+    obj_features, subj_features = _features()
+    notes = [f"dropped (contradictory highest = lowest): {s} / {a}; objective queries removed, subjective "
+             f"true_{a} set to null" for s, a in sorted(dropped)]
+    card = DatasetCard(
+        name="fact_or_fair",
+        pretty_name="FACT-OR-FAIR queries",
+        description=("Objective and subjective queries of FACT-OR-FAIR (Huang et al.) built from the authors' "
+                     "statistics table, scenarios, cognitive-error backgrounds and profile lists."),
+        license="other",
+        columns={"query_id": "stable id", "statistic": "one of the 19 U.S. statistics", "attribute": "gender or race",
+                 "side": "highest or lowest", "round": "1-3, option order shuffled per round",
+                 "options": "option groups in presented order", "answer": "letter of the true group",
+                 "true_group": "ground-truth group", "prompt": "the query text", "seed": "generation seed",
+                 "scenario": "1-3", "context": "baseline, representativeness, attribution or ingroup",
+                 "profiles": "JSON list of the 4 options' name, age, gender, race",
+                 "background_race": "race filled into the context background (if any)",
+                 "background_gender": "gender filled into the context background (if any)",
+                 "true_gender": "statistic's true group for this side (null if not tested)",
+                 "true_race": "statistic's true group for this side (null if not tested)"},
+        provenance={"source folder": Path(source).name, "seed": seed, "objective rows": len(objective),
+                    "subjective rows": len(subjective),
+                    "dropped contradictions": ", ".join(f"{s}/{a}" for s, a in sorted(dropped)) or "none"},
+        build_command=(f"lm-eval-bias build fact-or-fair --source {Path(source).name} --output {Path(output).name} "
+                       f"--seed {seed}" + (" --drop-contradictions" if drop_contradictions else "")),
+        notes=notes,
+    )
+    out = write_hub_dataset_configs(output, {"objective": (objective, obj_features), "subjective": (subjective, subj_features)},
+                                    card, overwrite=overwrite)
+    return FactOrFairBuildSummary(out, len(objective), len(subjective), tuple(sorted(dropped)))
