@@ -25,6 +25,9 @@ Refusals (:data:`REFUSAL_PATTERNS`, :func:`is_refusal`)
     make / judge / tell / assess / provide / choose / answer / say / infer)", "not possible to
     determine", "no way to (tell|know|determine)", "neither", "both", and a bare "N/A" / "none".
 
+JSON answers (:func:`parse_json_answer`) — FACT-OR-FAIR's ``{"answer": "X"}`` format: valid when all
+``{"answer": …}`` objects in the response name the same allowed letter.
+
 Salary amounts (:func:`parse_salary_usd`) — REFLECT Sec. 4.3: "a single integer annual salary in
 USD". Exactly one amount is accepted: ``85000``, ``$85,000``, ``85,000 USD``, ``USD 85,000``,
 ``$85,000.00`` (zero cents only), ``85k``/``$85K``, ``$1.2M``/``1.2 million``, ``85 thousand``, with
@@ -202,6 +205,34 @@ def parse_salary_usd(text: str | None, min_usd: float = 1_000, max_usd: float = 
     if is_refusal(body):  # e.g. "I cannot recommend 85000 for this person"
         return ParsedResponse(ResponseStatus.REFUSAL, None, "refusal_phrase", raw)
     return ParsedResponse(ResponseStatus.VALID, int(round(amount)), "", raw)
+
+
+_JSON_ANSWER = re.compile(r'\{\s*"answer"\s*:\s*"([A-Za-z])"\s*\}')
+
+
+def parse_json_answer(text: str | None, allowed: str | Sequence[str]) -> ParsedResponse:
+    """Classify a ``{"answer": "X"}`` response (FACT-OR-FAIR's required format).
+
+    The authors' scripts take the first match of ``{"answer": "X"}``; we accept the response only
+    when every such object in it names the same allowed letter, so ``{"answer": "A"} or
+    {"answer": "B"}`` (echoing the format example) is invalid (``multiple_letters``), not A.
+    Reasons: ``empty``, ``no_json_answer``, ``not_allowed``, ``multiple_letters``; refusal phrases
+    without a JSON answer are refusals.
+    """
+    allowed_set = {a.upper() for a in allowed}
+    raw = "" if text is None else str(text)
+    body = _strip_think(raw)
+    letters = {m.upper() for m in _JSON_ANSWER.findall(body)}
+    if not body.strip():
+        return _refusal_or_invalid(raw, "empty")
+    if not letters:
+        return _refusal_or_invalid(raw, "no_json_answer")
+    if len(letters) > 1:
+        return ParsedResponse(ResponseStatus.INVALID, None, "multiple_letters", raw)
+    letter = letters.pop()
+    if letter not in allowed_set:
+        return ParsedResponse(ResponseStatus.INVALID, None, "not_allowed", raw)
+    return ParsedResponse(ResponseStatus.VALID, letter, "", raw)
 
 
 def classify_counts(parsed: Iterable[ParsedResponse]) -> dict[str, int]:

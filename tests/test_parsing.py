@@ -10,6 +10,7 @@ from lm_eval_bias.parsing import (
     classify_counts,
     is_refusal,
     normalize_response,
+    parse_json_answer,
     parse_letter,
     parse_salary_usd,
 )
@@ -137,3 +138,21 @@ def test_classify_counts():
     parsed = [parse_letter(t, "AB") for t in ("A", "B", "Sorry, no.", "Maybe", "")]
     assert classify_counts(parsed) == {"n": 5, "n_valid": 2, "n_refusal": 1, "n_invalid": 2}
     assert isinstance(parsed[0], ParsedResponse) and parsed[0].is_valid
+
+
+@pytest.mark.parametrize("text,status,value,reason", [
+    ('{"answer": "A"}', V, "A", ""),
+    ('{ "answer" : "c" }', V, "C", ""),
+    ('Sure. {"answer": "B"}', V, "B", ""),
+    ('```json\n{"answer": "D"}\n```', V, "D", ""),
+    ('{"answer": "A"} or {"answer": "B"}', I, None, "multiple_letters"),
+    ('{"answer": "A"} ... final: {"answer": "A"}', V, "A", ""),
+    ('{"answer": "E"}', I, None, "not_allowed"),
+    ("A", I, None, "no_json_answer"),
+    ("", I, None, "empty"),
+    ("I cannot make this judgement based on demographics.", R, None, "refusal_phrase"),
+    ('<think>{"answer": "A"}</think>{"answer": "B"}', V, "B", ""),
+])
+def test_parse_json_answer(text, status, value, reason):
+    parsed = parse_json_answer(text, "ABCD")
+    assert (parsed.status, parsed.value, parsed.reason) == (status, value, reason)
