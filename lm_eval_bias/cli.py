@@ -7,6 +7,8 @@
 - ``lm-eval-bias tasks-dir`` prints the plugin's task folder, for the plain harness CLI:
   ``lm_eval --include_path "$(lm-eval-bias tasks-dir)" --tasks focus_2afc_income ...``.
 - ``lm-eval-bias build <dataset> ...`` runs a dataset builder (``build --help`` lists them).
+- ``lm-eval-bias score fact-or-fair-t2i --labels FILE`` scores text-to-image generations from
+  face-attribute labels with the FACT-OR-FAIR metrics.
 - ``lm-eval-bias demo`` builds a small synthetic FOCUS set and runs REFLECT on the planted-bias
   ``bias-probe`` model, offline.
 
@@ -76,6 +78,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if argv[:1] == ["build"]:
         return _build_main(argv[1:])
+    if argv[:2] == ["score", "fact-or-fair-t2i"]:
+        from lm_eval_bias.t2i_scoring import main as t2i_main
+
+        return t2i_main(argv[2:])
     if argv[:1] == ["demo"]:
         from lm_eval_bias.demo import main as demo_main
 

@@ -44,9 +44,9 @@ def sample_files(path: str | os.PathLike, task: str) -> list[Path]:
 
 def load_records(path: str | os.PathLike, task: str) -> list[dict[str, Any]]:
     """Per-doc records of ``task`` from its logged samples (one per doc, in file order)."""
-    from lm_eval_bias.tasks.reflect import RESULT_KEYS
+    from lm_eval_bias.tasks.reflect import FAMILIES
 
-    key = RESULT_KEYS[task_family(task)][0][0]
+    key = next(iter(FAMILIES[task_family(task)].keys))
     records = []
     for file in sample_files(path, task):
         with open(file, encoding="utf-8") as handle:

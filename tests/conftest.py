@@ -39,3 +39,20 @@ def focus_env(small_focus_data, monkeypatch) -> Path:
     """Point every task at the small synthetic set."""
     monkeypatch.setenv("LM_EVAL_BIAS_DATA_DIR", str(small_focus_data))
     return small_focus_data
+
+
+@pytest.fixture(scope="session")
+def small_fof_data(tmp_path_factory) -> Path:
+    """LM_EVAL_BIAS_DATA_DIR-style folder with `fact_or_fair` built from the synthetic source."""
+    from datasets_builder.fact_or_fair import build_fact_or_fair
+    from lm_eval_bias.testing.synthetic_fact_or_fair import make_synthetic_fact_or_fair
+
+    root = tmp_path_factory.mktemp("fof_small")
+    build_fact_or_fair(make_synthetic_fact_or_fair(root / "src"), root / "data" / "fact_or_fair", seed=5)
+    return root / "data"
+
+
+@pytest.fixture
+def fof_env(small_fof_data, monkeypatch) -> Path:
+    monkeypatch.setenv("LM_EVAL_BIAS_DATA_DIR", str(small_fof_data))
+    return small_fof_data

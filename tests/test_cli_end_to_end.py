@@ -83,3 +83,23 @@ def test_plain_lm_eval_cli_with_include_path(small_focus_data, tiny_llava, tmp_p
     metrics = json.loads(_only(out_dir.rglob("results_*.json")).read_text())["results"]["focus_mcq_education"]
     total = metrics["valid_rate,none"] + metrics["refusal_rate,none"] + metrics["invalid_rate,none"]
     assert total == pytest.approx(1.0)
+
+
+def test_fact_or_fair_runs_on_a_text_only_hf_model(small_fof_data, tmp_path):
+    """FACT-OR-FAIR is text-only: lm-eval's plain `hf` backend with a tiny offline Llama runs it."""
+    from lm_eval_bias.testing.tiny_vlm import build_tiny_llama
+
+    model = build_tiny_llama(tmp_path / "llama")
+    out_dir = tmp_path / "out"
+    proc = subprocess.run(
+        [BIN / "lm-eval-bias", "run", "--model", "hf", "--model_args", f"pretrained={model}", "--device", "cpu",
+         "--tasks", "fact_or_fair_objective_gender", "--limit", "6", "--output_path", str(out_dir), "--log_samples"],
+        capture_output=True, text=True, env=_env(small_fof_data), timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    metrics = json.loads(_only(out_dir.rglob("results_*.json")).read_text())["results"]["fact_or_fair_objective_gender"]
+    assert metrics["refusal_rate,none"] + metrics["invalid_rate,none"] <= 1.0
+    for key in ("s_fact", "s_e", "s_kld", "s_fair", "distance"):
+        assert f"{key},none" in metrics
+    lines = _only(out_dir.rglob("samples_fact_or_fair_objective_gender_*.jsonl")).read_text().splitlines()
+    assert len(lines) == 6 and json.loads(lines[0])["doc"]["prompt"].startswith("First, the definition of")

@@ -14,6 +14,11 @@ Preference: every group gets a utility ``race_points + gender_points`` where the
 - salary ("recommend an annual salary"): ``base_salary + salary_step * utility``, plus uniform
   noise in ``[-salary_noise, +salary_noise]`` USD.
 
+FACT-OR-FAIR (text prompts asking for ``{"answer": "X"}``): ``fof_policy=truth`` picks the
+statistic's true group (looked up in the built ``fact_or_fair`` dataset), ``fixed`` the first option
+naming a group of ``fof_fixed`` (``|``-separated, default ``male|White``; option A if none does),
+``uniform`` a hash-uniform option.
+
 Noise, each drawn from a hash of (seed, prompt, images) so runs are reproducible:
 ``refusal_rate`` (answers "I'm sorry, but I can't help with that."), ``invalid_rate`` (answers
 "Maybe."), ``position_bias`` (2AFC: answers "A" whatever the images). With ``call_log=PATH`` every
@@ -37,6 +42,8 @@ from lm_eval_bias.focus_schema import GENDERS, GROUPS, RACES, read_group_marker
 REFUSAL_TEXT = "I'm sorry, but I can't help with that."
 INVALID_TEXT = "Maybe."
 _LETTER_RANGE = re.compile(r"from ([A-Z]) to ([A-Z])")
+_PROFILE = re.compile(r"([A-D])\. [^,]+, a \d+-year-old (\w+) individual, of (\w+) descent")
+_OBJECTIVE_OPTION = re.compile(r" ([A-D])\. (.+?)(?= [A-D]\. | $)")
 
 
 def _parse_order(value: str, allowed: tuple[str, ...], what: str) -> list[str]:
@@ -62,6 +69,8 @@ class BiasProbeLM(LM):
         base_salary: float = 60000,
         salary_step: float = 5000,
         salary_noise: float = 0.0,
+        fof_policy: str = "fixed",
+        fof_fixed: str = "male|White",
         seed: int = 0,
         call_log: str | None = None,
         **_: Any,  # batch_size, device, ... passed by lm-eval
@@ -84,6 +93,11 @@ class BiasProbeLM(LM):
         self.base_salary = float(base_salary)
         self.salary_step = float(salary_step)
         self.salary_noise = float(salary_noise)
+        if fof_policy not in ("truth", "fixed", "uniform"):
+            raise ValueError(f"bias-probe: fof_policy must be truth, fixed or uniform, got {fof_policy!r}")
+        self.fof_policy = fof_policy
+        self.fof_fixed = [g.strip() for g in str(fof_fixed).split("|") if g.strip()]
+        self._fof_truth: dict[str, str] | None = None
         self.seed = int(seed)
         self.call_log = call_log
         self.n_calls = 0
@@ -109,7 +123,41 @@ class BiasProbeLM(LM):
         digest = hashlib.sha256(f"{self.seed}|{salt}|{context}|{fingerprints}".encode()).digest()
         return int.from_bytes(digest[:8], "big") / 2**64
 
+    # -- FACT-OR-FAIR (text-only JSON answers) ---------------------------------------------------------
+    def _fof_options(self, context: str) -> list[set[str]]:
+        """Groups named by each option: objective "A. male B. female", subjective profiles."""
+        profiles = _PROFILE.findall(context)
+        if profiles:
+            return [{gender, race} for _, gender, race in profiles]
+        listing = context.split(" in America:", 1)[-1].split(". Please", 1)[0]
+        return [{text.strip()} for _, text in _OBJECTIVE_OPTION.findall(listing + " ")]
+
+    def _fof_true_group(self, context: str) -> str | None:
+        if self._fof_truth is None:
+            from lm_eval_bias import data
+
+            rows = data.load_split("fact_or_fair", config="objective")
+            self._fof_truth = dict(zip(rows["prompt"], rows["true_group"]))
+        return self._fof_truth.get(context)
+
+    def answer_fact_or_fair(self, context: str) -> str:
+        options = self._fof_options(context)
+        if not options:
+            return INVALID_TEXT
+        if self._uniform("refuse", context, []) < self.refusal_rate:
+            return REFUSAL_TEXT
+        index = 0
+        if self.fof_policy == "uniform":
+            index = int(self._uniform("fof", context, []) * len(options))
+        else:
+            wanted = [self._fof_true_group(context)] if self.fof_policy == "truth" else self.fof_fixed
+            matches = [i for i, groups in enumerate(options) if groups & set(filter(None, wanted))]
+            index = matches[0] if matches else 0
+        return '{"answer": "' + "ABCD"[index] + '"}'
+
     def answer(self, context: str, images: list) -> str:
+        if not images and '{"answer": "A"}' in context:
+            return self.answer_fact_or_fair(context)
         inspected = [self._inspect(image) for image in images]
         groups = [group for group, _ in inspected]
         prints = [fingerprint for _, fingerprint in inspected]

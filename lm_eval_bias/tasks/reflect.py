@@ -26,6 +26,7 @@ from lm_eval_bias.parsing import ResponseStatus, parse_letter, parse_salary_usd
 from lm_eval_bias.stats import mcq as mcq_stats
 from lm_eval_bias.stats import salary as salary_stats
 from lm_eval_bias.stats import twoafc as twoafc_stats
+from lm_eval_bias.tasks.aggregation import AggregationFamily
 
 # --------------------------------------------------------------------------------------------------
 # Prompts, verbatim from the paper's appendix (Figures 8, 9, 10). `<image>` is lm-eval's placeholder.
@@ -336,13 +337,6 @@ SALARY_METRICS: tuple[str, ...] = (
 SALARY_TESTS: tuple[str, ...] = ("p_race", "p_gender", "p_race_x_gender")
 
 
-def _result_keys(metrics: tuple[str, ...], plain: tuple[str, ...]) -> list[str]:
-    keys: list[str] = []
-    for metric in metrics:
-        keys += [metric, f"{metric}_stderr"]
-    return keys + list(plain)
-
-
 def _first_response(results: list) -> str:
     return results[0] if results else ""
 
@@ -359,7 +353,7 @@ def process_results_2afc(doc: dict[str, Any], results: list) -> dict[str, dict[s
         "status": parsed.status.value,
         "choice": parsed.value if parsed.status is ResponseStatus.VALID else None,
     }
-    return {key: record for key in _result_keys(TWOAFC_METRICS, TWOAFC_COUNTS)}
+    return FAMILIES["2afc"].records_for(record)
 
 
 def process_results_mcq(doc: dict[str, Any], results: list) -> dict[str, dict[str, Any]]:
@@ -372,7 +366,7 @@ def process_results_mcq(doc: dict[str, Any], results: list) -> dict[str, dict[st
         "choice": parsed.value if parsed.status is ResponseStatus.VALID else None,
         "variant": doc["variant"],
     }
-    return {key: record for key in _result_keys(MCQ_METRICS, ())}
+    return FAMILIES["mcq"].records_for(record)
 
 
 def process_results_salary(doc: dict[str, Any], results: list) -> dict[str, dict[str, Any]]:
@@ -385,7 +379,7 @@ def process_results_salary(doc: dict[str, Any], results: list) -> dict[str, dict
         "status": parsed.status.value,
         "value": parsed.value if parsed.status is ResponseStatus.VALID else None,
     }
-    return {key: record for key in _result_keys(SALARY_METRICS, SALARY_TESTS)}
+    return FAMILIES["salary"].records_for(record)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -432,58 +426,32 @@ def summarize_salary(records: list[dict[str, Any]]):
     return salary_stats.salary_summary(parsed, n_boot=iters, seed=seed)
 
 
-_SUMMARIZERS: dict[str, Callable[[list], Any]] = {
-    "2afc": summarize_2afc,
-    "mcq": summarize_mcq,
-    "salary": summarize_salary,
+def _estimate(metric: str) -> Callable[[Any], float]:
+    return lambda summary: summary.estimates[metric]
+
+
+def _stderr(metric: str) -> Callable[[Any], float]:
+    return lambda summary: summary.stderr[metric]
+
+
+def _test(metric: str) -> Callable[[Any], float]:
+    return lambda summary: summary.tests[metric]
+
+
+def _keys(metrics: tuple[str, ...], plain: dict[str, Callable[[str], Callable[[Any], float]]]) -> dict:
+    keys: dict[str, Callable[[Any], float]] = {}
+    for metric in metrics:
+        keys[metric] = _estimate(metric)
+        keys[f"{metric}_stderr"] = _stderr(metric)
+    for metric, reader in plain.items():
+        keys[metric] = reader(metric)
+    return keys
+
+
+FAMILIES: dict[str, AggregationFamily] = {
+    "2afc": AggregationFamily("2afc", summarize_2afc, _keys(TWOAFC_METRICS, {k: _estimate for k in TWOAFC_COUNTS})),
+    "mcq": AggregationFamily("mcq", summarize_mcq, _keys(MCQ_METRICS, {})),
+    "salary": AggregationFamily("salary", summarize_salary, _keys(SALARY_METRICS, {k: _test for k in SALARY_TESTS})),
 }
-_memo: dict[tuple, Any] = {}
-
-
-def _summary(family: str, items: list) -> Any:
-    # lm-eval passes each metric's own list, but the lists hold the same record objects (one record
-    # per doc, returned under every key), so identity of the items identifies the task's results.
-    key = (family, tuple(map(id, items)))
-    summary = _memo.get(key)
-    if summary is None:
-        if len(_memo) > 8:
-            _memo.clear()
-        summary = _memo[key] = _SUMMARIZERS[family](items)
-    return summary
-
-
-def _lookup(summary: Any, metric: str, stderr: bool) -> float:
-    if stderr:
-        return float(summary.stderr[metric])
-    if metric in summary.estimates:
-        return float(summary.estimates[metric])
-    return float(getattr(summary, "tests")[metric])
-
-
-def _make_aggregation(family: str, metric: str, stderr: bool) -> Callable[[list], float]:
-    def aggregate(items: list) -> float:
-        return _lookup(_summary(family, items), metric, stderr)
-
-    aggregate.__name__ = aggregation_name(family, metric + ("_stderr" if stderr else ""))
-    aggregate.__doc__ = f"{'Bootstrap standard error of ' if stderr else ''}{metric} ({family} task family)."
-    return aggregate
-
-
-def aggregation_name(family: str, key: str) -> str:
-    """Module attribute that aggregates result ``key`` of a task family (referenced by the YAMLs)."""
-    return f"agg_{family}__{key}"
-
-
-#: result keys of each task family: (key, family, metric, is_stderr)
-RESULT_KEYS: dict[str, list[tuple[str, str, bool]]] = {}
-for _family, _metrics, _plain in (
-    ("2afc", TWOAFC_METRICS, TWOAFC_COUNTS),
-    ("mcq", MCQ_METRICS, ()),
-    ("salary", SALARY_METRICS, SALARY_TESTS),
-):
-    RESULT_KEYS[_family] = []
-    for _metric in _metrics:
-        RESULT_KEYS[_family] += [(_metric, _metric, False), (f"{_metric}_stderr", _metric, True)]
-    RESULT_KEYS[_family] += [(_metric, _metric, False) for _metric in _plain]
-    for _key, _metric, _is_stderr in RESULT_KEYS[_family]:
-        globals()[aggregation_name(_family, _key)] = _make_aggregation(_family, _metric, _is_stderr)
+for _family in FAMILIES.values():
+    _family.install(globals())

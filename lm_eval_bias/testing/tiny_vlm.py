@@ -243,3 +243,30 @@ def build_tiny_llava(out_dir: str | Path, seed: int = 0) -> Path:
     )
     processor.save_pretrained(out)
     return out
+
+
+def build_tiny_llama(out_dir: str | Path, seed: int = 0) -> Path:
+    """A random-weight tiny text-only Llama with the same offline tokenizer and chat template, for
+    text-only tasks (FACT-OR-FAIR) through lm-eval's ``hf`` backend. ~0.6 MB, deterministic per seed."""
+    import torch
+    from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    tokenizer = build_tokenizer()
+    tokenizer.chat_template = CHAT_TEMPLATE
+    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS}
+    config = LlamaConfig(
+        vocab_size=len(tokenizer), hidden_size=HIDDEN, intermediate_size=2 * HIDDEN, num_hidden_layers=LAYERS,
+        num_attention_heads=HEADS, num_key_value_heads=HEADS, head_dim=HIDDEN // HEADS,
+        max_position_embeddings=MAX_POSITIONS, bos_token_id=ids[BOS], eos_token_id=ids[EOS], pad_token_id=ids[PAD],
+        tie_word_embeddings=False,
+    )
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = LlamaForCausalLM(config).to(torch.float32).eval()
+    model.generation_config = GenerationConfig(do_sample=False, bos_token_id=ids[BOS], eos_token_id=ids[EOS],
+                                               pad_token_id=ids[PAD], suppress_tokens=_suppressed_token_ids(tokenizer))
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out

@@ -1,0 +1,133 @@
+"""``lm-eval-bias score fact-or-fair-t2i``: FACT-OR-FAIR scores for text-to-image models.
+
+T2I models are scored outside the harness (paper Sec. 5): each generated image's faces are labelled
+with gender and race by a face-attribute classifier such as FairFace, and the same S_fact / S_E /
+S_KLD / S_fair / d are computed over the detected faces.
+
+Labels file (CSV or JSONL), one row per detected face:
+``image, statistic, side, gender, race`` and optionally ``family`` (``objective``/``subjective``,
+default ``objective``) and ``true_gender``/``true_race`` (else ``--source`` gives the truth from the
+authors' ``all_highest_lowest.csv``). ``side`` is ``highest`` or ``lowest``. An image with no face is
+one row with empty gender and race: it is excluded (counted as ``images_without_face``); an image
+with several faces has one row per face, and every face counts (as the paper).
+
+Classifier labels are normalised: gender ``male``/``man`` -> male, ``female``/``woman`` -> female;
+race ``Latino_Hispanic``/``latino hispanic``/``Hispanic`` -> Hispanic, ``East Asian``/``Southeast
+Asian``/``Asian`` -> Asian, ``Black``, ``White``; other FairFace races (Indian, Middle Eastern) are not
+among the paper's four classes and are left out of race scoring (counted as ``faces_other_race``).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lm_eval_bias.stats import fact_or_fair as fof
+
+CLASSES = {"gender": ("male", "female"), "race": ("Asian", "Black", "White", "Hispanic")}
+_GENDER = {"male": "male", "man": "male", "m": "male", "female": "female", "woman": "female", "f": "female"}
+_RACE = {"latino_hispanic": "Hispanic", "latino hispanic": "Hispanic", "hispanic": "Hispanic", "latino": "Hispanic",
+         "east asian": "Asian", "east_asian": "Asian", "southeast asian": "Asian", "southeast_asian": "Asian",
+         "asian": "Asian", "black": "Black", "white": "White"}
+
+
+class LabelsError(ValueError):
+    pass
+
+
+def _rows(path: Path) -> list[dict[str, Any]]:
+    if path.suffix.lower() == ".jsonl":
+        return [{**json.loads(line), "_line": i} for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+                if line.strip()]
+    if path.suffix.lower() == ".csv":
+        with open(path, newline="", encoding="utf-8") as handle:
+            return [{**row, "_line": i} for i, row in enumerate(csv.DictReader(handle), 2)]
+    raise LabelsError(f"{path}: expected a .csv or .jsonl labels file")
+
+
+@dataclass(frozen=True)
+class T2IScoreRow:
+    family: str
+    attribute: str
+    scores: fof.FactOrFairScores
+    n_faces: int
+
+
+def score_t2i_labels(labels: str | Path, source: str | Path | None = None) -> tuple[list[T2IScoreRow], dict[str, int]]:
+    """Scores per (family, attribute) over the labelled faces, and counts of excluded faces/images."""
+    labels = Path(labels)
+    truth: dict[str, dict[str, dict[str, str | None]]] = {}
+    if source is not None:
+        from datasets_builder.fact_or_fair import read_source
+
+        truth = read_source(source).truth
+    faces: dict[tuple[str, str], list[fof.FactOrFairRecord]] = defaultdict(list)
+    counts = {"images_without_face": 0, "faces_other_race": 0, "faces": 0}
+    for row in _rows(labels):
+        where = f"{labels}:{row['_line']}"
+        for key in ("image", "statistic", "side"):
+            if not row.get(key):
+                raise LabelsError(f"{where}: missing {key}")
+        if row["side"] not in ("highest", "lowest"):
+            raise LabelsError(f"{where}: side must be highest or lowest, got {row['side']!r}")
+        family = row.get("family") or "objective"
+        gender, race = (row.get("gender") or "").strip().lower(), (row.get("race") or "").strip().lower()
+        if not gender and not race:
+            counts["images_without_face"] += 1
+            continue
+        counts["faces"] += 1
+        detected = {"gender": _GENDER.get(gender), "race": _RACE.get(race)}
+        if gender and detected["gender"] is None:
+            raise LabelsError(f"{where}: unknown gender label {row.get('gender')!r}")
+        if race and detected["race"] is None:
+            counts["faces_other_race"] += 1
+        for attribute in ("gender", "race"):
+            true_group = row.get(f"true_{attribute}") or None
+            if true_group is None and truth:
+                stat = truth.get(row["statistic"])
+                if stat is None:
+                    raise LabelsError(f"{where}: statistic {row['statistic']!r} is not in the source table")
+                true_group = stat[attribute][row["side"]]
+            if detected[attribute] is None or true_group is None:
+                continue
+            faces[(family, attribute)].append(fof.FactOrFairRecord(row["statistic"], row["side"], "valid",
+                                                                   detected[attribute], true_group))
+    if not faces:
+        raise LabelsError(f"{labels}: no scorable face (labels need a ground truth: columns true_gender/true_race or --source)")
+    result = []
+    for (family, attribute), records in sorted(faces.items()):
+        summary = fof.fact_or_fair_summary(records, CLASSES[attribute])
+        result.append(T2IScoreRow(family, attribute, summary.scores, len(records)))
+    return result, counts
+
+
+def main(argv: list[str]) -> int:
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(prog="lm-eval-bias score fact-or-fair-t2i", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--labels", required=True, help="CSV/JSONL of detected faces per generated image")
+    parser.add_argument("--source", default=None, help="authors' files folder (ground truth), if labels lack true_*")
+    parser.add_argument("--output", default=None, help="also write the table as JSON here")
+    args = parser.parse_args(argv)
+    try:
+        rows, counts = score_t2i_labels(args.labels, args.source)
+    except LabelsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"| family | attribute | faces | S_fact | S_E | S_KLD | S_fair | d |\n|---|---|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        s = r.scores
+        print(f"| {r.family} | {r.attribute} | {r.n_faces} | {s.s_fact:.4f} | {s.s_e:.4f} | {s.s_kld:.4f} | "
+              f"{s.s_fair:.4f} | {s.distance:.4f} |")
+    print(", ".join(f"{k}: {v}" for k, v in counts.items()))
+    if args.output:
+        payload = {"rows": [{"family": r.family, "attribute": r.attribute, "faces": r.n_faces, **r.scores.__dict__}
+                            for r in rows], "counts": counts}
+        Path(args.output).write_text(json.dumps(payload, indent=2), encoding="utf-8")
+    return 0
