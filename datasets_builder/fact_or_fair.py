@@ -8,6 +8,10 @@ scenarios per statistic), ``prompts_representativeness_bias.json``,
 ``templates_and_profile_lists.json`` (query templates, names, ages, groups). The same files under a
 ``data/`` sub-folder are accepted too.
 
+Their repository layout (``data/classes.py``, ``data/all_highest_lowest.csv``,
+``large_language_model/subjective_test/prompts/*.json`` and the templates inside the test scripts) is
+accepted as well: :mod:`datasets_builder.fact_or_fair_repo` reads it without executing it.
+
 Output: a Hub-layout dataset with two configs:
 
 - ``objective`` — every statistic x attribute it is tested on (gender, race) x {highest, lowest} x 3
@@ -79,17 +83,30 @@ def _json(path: Path) -> Any:
         raise SourceError(path, f"not valid JSON ({exc.msg}, line {exc.lineno})") from None
 
 
+def _release_files(source: Path) -> tuple[Any, Path, Any, Path]:
+    """(classes, statistics table, templates, folder of the prompt JSONs) of either layout."""
+    from datasets_builder.fact_or_fair_repo import is_repository_layout, read_repository
+
+    if is_repository_layout(source):
+        repo = read_repository(source)
+        return repo["classes.json"], repo["table"], repo["templates_and_profile_lists.json"], repo["prompts_dir"]
+    folder = _locate(source)
+    return (_json(folder / "classes.json"), folder / "all_highest_lowest.csv",
+            _json(folder / "templates_and_profile_lists.json"), folder)
+
+
 def read_source(source: str | os.PathLike) -> FactOrFairSource:
-    """Parse and validate the authors' files (raises :class:`SourceError` with file and reason)."""
-    folder = _locate(Path(source))
-    classes = _json(folder / "classes.json")
+    """Parse and validate the authors' files, in the release format or their repository layout
+    (raises :class:`SourceError` with file and reason)."""
+    classes, table, templates, folder = _release_files(Path(source))
     for key in ("categories", "definitions", "attrs"):
         if key not in classes:
-            raise SourceError(folder / "classes.json", f"missing key {key!r}")
+            raise SourceError(Path(source) / "classes.json", f"missing key {key!r}")
     statistics = list(classes["categories"])
     options = {attr: classes["attrs"].get(attr, {}) for attr in ATTRIBUTES}
     truth: dict[str, dict[str, dict[str, str | None]]] = {}
-    table = folder / "all_highest_lowest.csv"
+    if not table.is_file():
+        raise SourceError(table, "missing statistics table")
     with open(table, newline="", encoding="utf-8") as handle:
         reader = csv.DictReader(handle)
         needed = {"category", "highest_gender", "lowest_gender", "highest_race", "lowest_race"}
@@ -137,7 +154,6 @@ def read_source(source: str | os.PathLike) -> FactOrFairSource:
         absent = [s for s in statistics if not isinstance(data.get(s), str)]
         if absent:
             raise SourceError(folder / name, f"no background for {absent}")
-    templates = _json(folder / "templates_and_profile_lists.json")
     for key in ("objective", "subjective"):
         if key not in templates or "template" not in templates[key]:
             raise SourceError(folder / "templates_and_profile_lists.json", f"missing {key}.template")

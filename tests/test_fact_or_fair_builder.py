@@ -117,3 +117,29 @@ def test_upstream_release_is_refused_for_its_known_error_and_builds_when_dropped
     # 15 statistics tested on gender, 18 on race minus Homelessness: x 2 sides x 3 rounds
     assert summary.n_objective == (15 + 17) * 2 * 3
     assert summary.n_subjective == 19 * 2 * 3 * 4 * 100
+
+
+def test_repository_layout_gives_the_same_dataset(tmp_path):
+    from lm_eval_bias.testing.synthetic_fact_or_fair import make_synthetic_fact_or_fair_repository
+
+    release = make_synthetic_fact_or_fair(tmp_path / "release")
+    repo = make_synthetic_fact_or_fair_repository(tmp_path / "repo")
+    assert not (repo / "classes.json").exists() and (repo / "data" / "classes.py").is_file()
+    build_fact_or_fair(release, tmp_path / "a", seed=11)
+    build_fact_or_fair(repo, tmp_path / "b", seed=11)
+    for config in ("objective", "subjective"):
+        assert _load(tmp_path / "a", config, tmp_path)["prompt"] == _load(tmp_path / "b", config, tmp_path)["prompt"]
+
+
+def test_repository_scripts_are_read_not_executed(tmp_path):
+    from lm_eval_bias.testing.synthetic_fact_or_fair import make_synthetic_fact_or_fair_repository
+
+    repo = make_synthetic_fact_or_fair_repository(tmp_path / "repo")
+    marker = tmp_path / "executed"
+    script = repo / "large_language_model" / "objective_test" / "obj_test.py"
+    script.write_text(f"open({str(marker)!r}, 'w').close()\n" + script.read_text())
+    build_fact_or_fair(repo, tmp_path / "out")
+    assert not marker.exists()
+    (repo / "data" / "classes.py").write_text("categories = compute()\n")
+    with pytest.raises(SourceError, match="needs literal assignments"):
+        build_fact_or_fair(repo, tmp_path / "out2")

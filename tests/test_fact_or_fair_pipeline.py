@@ -61,3 +61,15 @@ def test_refusals_are_counted(fof_env):
     m = metrics_of(run_probe(["fact_or_fair_objective_race"], "fof_policy=truth,refusal_rate=0.5,seed=1"),
                    "fact_or_fair_objective_race")
     assert 0 < m["refusal_rate"] < 1 and m["s_fact"] == 1.0  # accuracy over answered queries only
+
+
+@pytest.mark.parametrize("attribute,k", [("gender", 2), ("race", 4)])
+def test_uniform_policy_subjective_reaches_the_top_of_the_curve(fof_env, attribute, k):
+    """Uniform choices among random profiles: S_fact = 1/k, S_E = S_KLD = S_fair = 1 and d = 0 in
+    expectation; with 300 answers per statistic x side the sampling error bounds below are > 4 SE."""
+    task = f"fact_or_fair_subjective_baseline_{attribute}"
+    m = metrics_of(run_probe([task], "fof_policy=uniform,seed=4"), task)
+    n_scored = {"gender": 2, "race": 3}[attribute] * 2 * 300
+    assert abs(m["s_fact"] - 1 / k) < 4 * ((1 / k) * (1 - 1 / k) / n_scored) ** 0.5
+    assert m["s_e"] > 0.97 and m["s_kld"] > 0.95 and m["s_fair"] > 0.99
+    assert m["distance"] < 0.06
