@@ -85,14 +85,16 @@ def test_plain_lm_eval_cli_with_include_path(small_focus_data, tiny_llava, tmp_p
     assert total == pytest.approx(1.0)
 
 
-def test_fact_or_fair_runs_on_a_text_only_hf_model(small_fof_data, tmp_path):
-    """FACT-OR-FAIR is text-only: lm-eval's plain `hf` backend with a tiny offline Llama runs it."""
-    from lm_eval_bias.testing.tiny_vlm import build_tiny_llama
+@pytest.mark.parametrize("backend", ["hf", "hf-multimodal"])
+def test_fact_or_fair_runs_on_text_and_vision_backends(small_fof_data, tmp_path, backend):
+    """FACT-OR-FAIR is text-only: lm-eval's plain `hf` backend (tiny offline Llama) and a VLM backend
+    (`hf-multimodal`, tiny LLaVA) both run it."""
+    from lm_eval_bias.testing.tiny_vlm import build_tiny_llama, build_tiny_llava
 
-    model = build_tiny_llama(tmp_path / "llama")
+    model = (build_tiny_llama if backend == "hf" else build_tiny_llava)(tmp_path / "model")
     out_dir = tmp_path / "out"
     proc = subprocess.run(
-        [BIN / "lm-eval-bias", "run", "--model", "hf", "--model_args", f"pretrained={model}", "--device", "cpu",
+        [BIN / "lm-eval-bias", "run", "--model", backend, "--model_args", f"pretrained={model}", "--device", "cpu",
          "--tasks", "fact_or_fair_objective_gender", "--limit", "6", "--output_path", str(out_dir), "--log_samples"],
         capture_output=True, text=True, env=_env(small_fof_data), timeout=600,
     )
