@@ -28,6 +28,11 @@ Refusals (:data:`REFUSAL_PATTERNS`, :func:`is_refusal`)
 JSON answers (:func:`parse_json_answer`) — FACT-OR-FAIR's ``{"answer": "X"}`` format: valid when all
 ``{"answer": …}`` objects in the response name the same allowed letter.
 
+Explained answers (:func:`parse_explained_answer`) — Counterfactual VQA's "Explanation" / "Exact
+Answer" / "Confidence" format: the answer maps a letter or the option text to one option, the
+confidence must be a number in [0, 1]; "N/A" and refusal phrases are refusals (c = 0); a malformed
+confidence makes the response invalid (counted, never guessed).
+
 Salary amounts (:func:`parse_salary_usd`) — REFLECT Sec. 4.3: "a single integer annual salary in
 USD". Exactly one amount is accepted: ``85000``, ``$85,000``, ``85,000 USD``, ``USD 85,000``,
 ``$85,000.00`` (zero cents only), ``85k``/``$85K``, ``$1.2M``/``1.2 million``, ``85 thousand``, with
@@ -233,6 +238,80 @@ def parse_json_answer(text: str | None, allowed: str | Sequence[str]) -> ParsedR
     if letter not in allowed_set:
         return ParsedResponse(ResponseStatus.INVALID, None, "not_allowed", raw)
     return ParsedResponse(ResponseStatus.VALID, letter, "", raw)
+
+
+@dataclass(frozen=True)
+class ExplainedAnswer:
+    """A parsed "Explanation / Exact Answer / Confidence" response (Counterfactual VQA, App. K.4).
+
+    ``answer`` is the chosen option's letter (None unless VALID); ``confidence`` is in [0, 1] for a
+    valid answer and 0.0 otherwise (the paper encodes a refusal as c = 0 and an empty answer);
+    ``confidence_ok`` is False when the answer was found but its confidence was missing or malformed
+    — such a response is INVALID (reason ``bad_confidence``): counted, never guessed."""
+
+    status: ResponseStatus
+    answer: str | None
+    confidence: float
+    reason: str
+    confidence_ok: bool
+    raw: str
+
+
+_QUOTE = "\"'“”‘’"
+_FIELD = r'[{q}]?\s*{name}\s*[{q}]?\s*:\s*[{q}]?(?P<value>[^{q}\n]*?)[{q}]?\s*(?:,\s*[{q}]?\s*(?:Explanation|Exact Answer|Confidence)\b|$|\n|\}})'
+
+
+def _field(body: str, name: str) -> str | None:
+    pattern = re.compile(_FIELD.format(q=_QUOTE, name=re.escape(name)), re.IGNORECASE)
+    match = pattern.search(body)
+    return match.group("value").strip() if match else None
+
+
+def parse_explained_answer(text: str | None, options: Sequence[str]) -> ExplainedAnswer:
+    """Parse the App. K.4 output format against the four ``options`` (in presented order).
+
+    The Exact Answer may be a letter ("B", "B.", "(B)"), the option text (case- and
+    punctuation-insensitive) or both ("B. Two"); it must name exactly one option. "N/A", refusal
+    phrases and a missing answer are refusals (c = 0, answer None). The Confidence must be a number
+    in [0, 1] (a percentage such as "85%" is read as 0.85); anything else makes the response invalid
+    with reason ``bad_confidence``."""
+    raw = "" if text is None else str(text)
+    body = _strip_think(raw)
+    exact = _field(body, "Exact Answer")
+    if exact is None or not normalize_response(exact):
+        reason = "no_answer" if exact is None else "empty"
+        status = ResponseStatus.REFUSAL if exact is not None or is_refusal(body) else ResponseStatus.INVALID
+        return ExplainedAnswer(status, None, 0.0, "refusal_phrase" if status is ResponseStatus.REFUSAL else reason, True, raw)
+    value = normalize_response(exact)
+    if re.fullmatch(r"n\s*/\s*a|none|not applicable", value, re.IGNORECASE) or is_refusal(value):
+        return ExplainedAnswer(ResponseStatus.REFUSAL, None, 0.0, "refusal_phrase", True, raw)
+    letters = OPTION_LETTERS_DEFAULT[: len(options)]
+    simple = lambda s: re.sub(r"[^a-z0-9]+", " ", s.lower()).strip()  # noqa: E731
+    chosen = None
+    lead = re.match(r"^\(?([A-Da-d])\)?(?:[.:)]\s*(.*))?$", value)
+    if lead and lead.group(1).upper() in letters:
+        chosen = lead.group(1).upper()
+        rest = lead.group(2)
+        if rest and simple(rest) != simple(options[letters.index(chosen)]):
+            chosen = None
+    if chosen is None:
+        matches = [letters[i] for i, o in enumerate(options) if simple(o) == simple(value)]
+        if len(matches) == 1:
+            chosen = matches[0]
+    if chosen is None:
+        return ExplainedAnswer(ResponseStatus.INVALID, None, 0.0, "not_an_option", True, raw)
+    conf_text = _field(body, "Confidence")
+    confidence = None
+    if conf_text:
+        number = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(%?)\s*", conf_text)
+        if number:
+            confidence = float(number.group(1)) / (100.0 if number.group(2) else 1.0)
+    if confidence is None or not 0.0 <= confidence <= 1.0:
+        return ExplainedAnswer(ResponseStatus.INVALID, None, 0.0, "bad_confidence", False, raw)
+    return ExplainedAnswer(ResponseStatus.VALID, chosen, confidence, "", True, raw)
+
+
+OPTION_LETTERS_DEFAULT = "ABCD"
 
 
 def classify_counts(parsed: Iterable[ParsedResponse]) -> dict[str, int]:

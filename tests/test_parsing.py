@@ -10,6 +10,7 @@ from lm_eval_bias.parsing import (
     classify_counts,
     is_refusal,
     normalize_response,
+    parse_explained_answer,
     parse_json_answer,
     parse_letter,
     parse_salary_usd,
@@ -156,3 +157,27 @@ def test_classify_counts():
 def test_parse_json_answer(text, status, value, reason):
     parsed = parse_json_answer(text, "ABCD")
     assert (parsed.status, parsed.value, parsed.reason) == (status, value, reason)
+
+
+OPTS = ["Low", "Medium", "High", "Very high"]
+
+
+@pytest.mark.parametrize("text,status,answer,confidence,reason", [
+    ('"Explanation": "Old equipment.", "Exact Answer": "B", "Confidence": "0.8"', V, "B", 0.8, ""),
+    ("”Explanation”: ”x”, ”Exact Answer”: ”High”, ”Confidence”: ”0.65”", V, "C", 0.65, ""),
+    ("Explanation: x\nExact Answer: C. High\nConfidence: 85%", V, "C", 0.85, ""),
+    ('"Exact Answer": "(d)", "Confidence": "1"', V, "D", 1.0, ""),
+    ('"Explanation": "x", "Exact Answer": "N/A", "Confidence": "0.0"', R, None, 0.0, "refusal_phrase"),
+    ("I cannot answer this based on the image.", R, None, 0.0, "refusal_phrase"),
+    ('"Explanation": "x", "Exact Answer": "B", "Confidence": "very"', I, None, 0.0, "bad_confidence"),
+    ('"Explanation": "x", "Exact Answer": "B"', I, None, 0.0, "bad_confidence"),
+    ('"Exact Answer": "B", "Confidence": "1.5"', I, None, 0.0, "bad_confidence"),
+    ('"Exact Answer": "C. Low", "Confidence": "0.5"', I, None, 0.0, "not_an_option"),
+    ('"Exact Answer": "Z", "Confidence": "0.5"', I, None, 0.0, "not_an_option"),
+    ("random text", I, None, 0.0, "no_answer"),
+    (None, I, None, 0.0, "no_answer"),
+])
+def test_parse_explained_answer(text, status, answer, confidence, reason):
+    parsed = parse_explained_answer(text, OPTS)
+    assert (parsed.status, parsed.answer, parsed.confidence, parsed.reason) == (status, answer, confidence, reason)
+    assert parsed.confidence_ok == (reason != "bad_confidence")
