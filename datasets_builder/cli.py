@@ -50,6 +50,15 @@ def _build_fact_or_fair(args) -> int:
     return _finish(args, summary.output)
 
 
+def _build_cf_vqa(args) -> int:
+    from datasets_builder.cf_vqa import build_cf_vqa
+
+    summary = build_cf_vqa(args.source, args.output, overwrite=args.overwrite, license=args.license)
+    per = ", ".join(f"{c}: {n}" for c, n in summary.per_category.items())
+    print(f"wrote {summary.n_pairs} pairs ({per}) to {summary.output}")
+    return _finish(args, summary.output)
+
+
 def _guarded(func):
     def run(args) -> int:
         try:
@@ -84,7 +93,13 @@ def add_build_subcommands(subparsers) -> None:
                      help="drop queries on statistics whose highest and lowest group are the same (recorded)")
     fof.set_defaults(func=_guarded(_build_fact_or_fair))
 
-    for parser in (focus, bios, fof):
+    cfv = subparsers.add_parser("cf-vqa", help="Counterfactual VQA pairs (images + manifest.jsonl/csv)")
+    cfv.add_argument("--source", required=True, help="folder with manifest.jsonl or manifest.csv and the images")
+    cfv.add_argument("--output", required=True, help="output folder (Hub layout)")
+    cfv.add_argument("--license", default="other", help="license field of the dataset card (default: other)")
+    cfv.set_defaults(func=_guarded(_build_cf_vqa))
+
+    for parser in (focus, bios, fof, cfv):
         parser.add_argument("--push-to-hub", metavar="REPO_ID", default=None,
                             help="upload the output folder as a Hub dataset (token from the environment)")
         parser.add_argument("--overwrite", action="store_true", help="replace an existing output folder")

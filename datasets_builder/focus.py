@@ -13,11 +13,10 @@ from __future__ import annotations
 
 import hashlib
 import os
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from datasets_builder.hub import DatasetCard, SourceError, write_hub_dataset
+from datasets_builder.hub import DatasetCard, SourceError, check_image, write_hub_dataset
 from lm_eval_bias.focus_schema import (
     GROUPS,
     IMAGE_EXTENSIONS,
@@ -78,39 +77,6 @@ def _check_link(path: Path, root: Path) -> None:
             raise SourceError(path, f"symlink points outside the source tree ({target})")
 
 
-def _check_image(path: Path, data: bytes, max_image_pixels: int, min_side: int, max_side: int) -> tuple[int, int]:
-    import io
-
-    from PIL import Image
-
-    saved = Image.MAX_IMAGE_PIXELS
-    Image.MAX_IMAGE_PIXELS = max_image_pixels
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", Image.DecompressionBombWarning)
-            with Image.open(io.BytesIO(data)) as im:
-                fmt = im.format
-                im.verify()
-            with Image.open(io.BytesIO(data)) as im:
-                size = im.size
-                if size[0] * size[1] > max_image_pixels:
-                    raise SourceError(path, f"decompression bomb: {size[0]}x{size[1]} exceeds {max_image_pixels} pixels")
-                im.load()
-    except SourceError:
-        raise
-    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
-        raise SourceError(path, f"decompression bomb: {exc}") from None
-    except Exception as exc:  # noqa: BLE001 - PIL raises many types for broken files
-        raise SourceError(path, f"image does not decode ({type(exc).__name__}: {exc})") from None
-    finally:
-        Image.MAX_IMAGE_PIXELS = saved
-    if fmt not in ("JPEG", "PNG"):
-        raise SourceError(path, f"expected a JPEG or PNG file, found {fmt}")
-    if min(size) < min_side or max(size) > max_side:
-        raise SourceError(path, f"size {size[0]}x{size[1]} outside the accepted range [{min_side}, {max_side}] px per side")
-    return size
-
-
 def collect_focus_rows(source: str | os.PathLike, *, max_image_pixels: int = DEFAULT_MAX_IMAGE_PIXELS,
                        min_side: int = 32, max_side: int = 8192) -> list[dict]:
     """Validate a FOCUS release folder and return its rows (raises :class:`SourceError`)."""
@@ -145,7 +111,7 @@ def collect_focus_rows(source: str | os.PathLike, *, max_image_pixels: int = DEF
                 if index in variants:
                     raise SourceError(file, f"duplicate variant: {variants[index]['file_name']} is the same group")
                 data = file.read_bytes()
-                width, height = _check_image(file, data, max_image_pixels, min_side, max_side)
+                width, height = check_image(file, data, max_image_pixels, min_side, max_side)
                 sizes.setdefault((width, height), file)
                 if len(sizes) > 1:
                     (w0, h0), first = next(iter(sizes.items()))

@@ -47,6 +47,43 @@ class DatasetCard:
     notes: list[str] = field(default_factory=list)
 
 
+def check_image(path: Path, data: bytes, max_image_pixels: int, min_side: int, max_side: int) -> tuple[int, int]:
+    """Decode ``data`` (the file at ``path``) fully and return its size; :class:`SourceError` for a
+    broken file, a decompression bomb, a format other than JPEG/PNG or a side outside [min_side,
+    max_side]."""
+    import io
+    import warnings
+
+    from PIL import Image
+
+    saved = Image.MAX_IMAGE_PIXELS
+    Image.MAX_IMAGE_PIXELS = max_image_pixels
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            with Image.open(io.BytesIO(data)) as im:
+                fmt = im.format
+                im.verify()
+            with Image.open(io.BytesIO(data)) as im:
+                size = im.size
+                if size[0] * size[1] > max_image_pixels:
+                    raise SourceError(path, f"decompression bomb: {size[0]}x{size[1]} exceeds {max_image_pixels} pixels")
+                im.load()
+    except SourceError:
+        raise
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
+        raise SourceError(path, f"decompression bomb: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - PIL raises many types for broken files
+        raise SourceError(path, f"image does not decode ({type(exc).__name__}: {exc})") from None
+    finally:
+        Image.MAX_IMAGE_PIXELS = saved
+    if fmt not in ("JPEG", "PNG"):
+        raise SourceError(path, f"expected a JPEG or PNG file, found {fmt}")
+    if min(size) < min_side or max(size) > max_side:
+        raise SourceError(path, f"size {size[0]}x{size[1]} outside the accepted range [{min_side}, {max_side}] px per side")
+    return size
+
+
 def _card_text(card: DatasetCard, configs: dict[str, tuple[Any, int]], split: str) -> str:
     """Card for ``configs``: {config name: (features, number of rows)}."""
     header = {

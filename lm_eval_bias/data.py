@@ -27,6 +27,7 @@ DEFAULT_HUB_IDS: dict[str, str] = {
     "focus": "lm-eval-bias/focus",
     "focus_bios": "lm-eval-bias/focus_bios",
     "fact_or_fair": "lm-eval-bias/fact_or_fair",
+    "cf_vqa": "lm-eval-bias/cf_vqa",
 }
 
 
@@ -66,6 +67,11 @@ def load_split(name: str, hub_id: str | None = None, split: str = "test", config
     share it. Image columns are returned undecoded (``{"bytes", "path"}``); decode through
     :class:`ImageStore`."""
     return _load_location(resolve_dataset_location(name, hub_id), split, config)
+
+
+def load_location(location: str, split: str = "test", config: str | None = None):
+    """Like :func:`load_split`, for a location recorded in a doc (folder or Hub id)."""
+    return _load_location(location, split, config)
 
 
 def _load_location(location: str, split: str, config: str | None = None):

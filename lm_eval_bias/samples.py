@@ -19,15 +19,18 @@ import os
 from pathlib import Path
 from typing import Any
 
-#: task name prefix -> task family of lm_eval_bias.tasks.reflect
-_FAMILIES: tuple[tuple[str, str], ...] = (("focus_2afc_", "2afc"), ("focus_mcq_", "mcq"), ("focus_salary", "salary"))
+#: task name prefix -> task family
+_FAMILIES: tuple[tuple[str, str], ...] = (
+    ("focus_2afc_", "2afc"), ("focus_mcq_", "mcq"), ("focus_salary", "salary"),
+    ("fact_or_fair_", "fact_or_fair"), ("cf_vqa", "cf_vqa"),
+)
 
 
 def task_family(task: str) -> str:
     for prefix, family in _FAMILIES:
         if task.startswith(prefix):
             return family
-    raise ValueError(f"{task!r} is not a REFLECT task (expected focus_2afc_*, focus_mcq_* or focus_salary)")
+    raise ValueError(f"{task!r} is not a task of this plugin (focus_*, fact_or_fair_*, cf_vqa*)")
 
 
 def sample_files(path: str | os.PathLike, task: str) -> list[Path]:
@@ -44,9 +47,7 @@ def sample_files(path: str | os.PathLike, task: str) -> list[Path]:
 
 def load_records(path: str | os.PathLike, task: str) -> list[dict[str, Any]]:
     """Per-doc records of ``task`` from its logged samples (one per doc, in file order)."""
-    from lm_eval_bias.tasks.reflect import FAMILIES
-
-    key = next(iter(FAMILIES[task_family(task)].keys))
+    key = _record_key(task)
     records = []
     for file in sample_files(path, task):
         with open(file, encoding="utf-8") as handle:
@@ -60,10 +61,38 @@ def load_records(path: str | os.PathLike, task: str) -> list[dict[str, Any]]:
     return records
 
 
+def _record_key(task: str) -> str:
+    """A result key under which every sample of ``task`` carries its record."""
+    family = task_family(task)
+    if family == "fact_or_fair":
+        return "s_fact"
+    if family == "cf_vqa":
+        return "consistency"
+    from lm_eval_bias.tasks.reflect import FAMILIES
+
+    return next(iter(FAMILIES[family].keys))
+
+
 def summarize(task: str, records: list[dict[str, Any]]):
-    """The statistics summary the task's aggregations report (estimates, stderr, CIs, tables)."""
+    """The statistics summary the task's aggregations report (REFLECT: estimates, stderr, CIs,
+    tables; FACT-OR-FAIR: scores and rates; Counterfactual VQA: the result-key dict)."""
+    family = task_family(task)
+    if family == "fact_or_fair":
+        from lm_eval_bias.tasks import fact_or_fair
+
+        return fact_or_fair.summarize(records)
+    if family == "cf_vqa":
+        from lm_eval_bias.tasks import cf_vqa
+
+        return cf_vqa.summarize(records)
     from lm_eval_bias.tasks import reflect
 
-    return {"2afc": reflect.summarize_2afc, "mcq": reflect.summarize_mcq, "salary": reflect.summarize_salary}[
-        task_family(task)
-    ](records)
+    return {"2afc": reflect.summarize_2afc, "mcq": reflect.summarize_mcq, "salary": reflect.summarize_salary}[family](records)
+
+
+def cf_vqa_pairs(records: list[dict[str, Any]]):
+    """Counterfactual VQA pair responses from logged records, for ``lm_eval_bias.stats.cf_vqa``
+    (``metrics_by(pairs, "subcategory")``, ``consistency_coverage_curve``, ``symmetric_refusal_curve``)."""
+    from lm_eval_bias.tasks import cf_vqa
+
+    return cf_vqa.pairs_from_records(records)

@@ -56,3 +56,20 @@ def small_fof_data(tmp_path_factory) -> Path:
 def fof_env(small_fof_data, monkeypatch) -> Path:
     monkeypatch.setenv("LM_EVAL_BIAS_DATA_DIR", str(small_fof_data))
     return small_fof_data
+
+
+@pytest.fixture(scope="session")
+def small_cf_vqa_data(tmp_path_factory) -> Path:
+    """LM_EVAL_BIAS_DATA_DIR-style folder with `cf_vqa`: 6 synthetic pairs per subcategory (102 pairs)."""
+    from datasets_builder.cf_vqa import build_cf_vqa
+    from lm_eval_bias.testing.synthetic_cf_vqa import make_synthetic_cf_vqa
+
+    root = tmp_path_factory.mktemp("cf_vqa_small")
+    build_cf_vqa(make_synthetic_cf_vqa(root / "src", pairs_per_subcategory=6, size=32), root / "data" / "cf_vqa")
+    return root / "data"
+
+
+@pytest.fixture
+def cf_vqa_env(small_cf_vqa_data, monkeypatch) -> Path:
+    monkeypatch.setenv("LM_EVAL_BIAS_DATA_DIR", str(small_cf_vqa_data))
+    return small_cf_vqa_data

@@ -20,6 +20,7 @@ REFLECT_TASKS = {
     "focus_mcq_salary", "focus_mcq_education", "focus_salary",
 }
 REFLECT_GROUPS = {"reflect", "focus_2afc", "focus_mcq"}
+CF_VQA_TASKS = {"cf_vqa", "cf_vqa_baep", "cf_vqa_hner", "cf_vqa_hner_targeted"}
 FACT_OR_FAIR_TASKS = {f"fact_or_fair_objective_{a}" for a in ("gender", "race")} | {
     f"fact_or_fair_subjective_{c}_{a}" for c in ("baseline", "representativeness", "attribution", "ingroup")
     for a in ("gender", "race")
@@ -37,8 +38,8 @@ def test_committed_task_yamls_match_the_generator():
 
 def test_task_manager_lists_plugin_tasks_and_groups():
     tm = lm_eval_bias.task_manager()
-    assert REFLECT_TASKS | FACT_OR_FAIR_TASKS <= set(tm.all_subtasks)
-    assert REFLECT_GROUPS | {"fact_or_fair"} <= set(tm.all_groups)
+    assert REFLECT_TASKS | FACT_OR_FAIR_TASKS | CF_VQA_TASKS <= set(tm.all_subtasks)
+    assert REFLECT_GROUPS | {"fact_or_fair", "cf_vqa_all"} <= set(tm.all_groups)
 
 
 def test_registration_is_idempotent_and_keeps_builtin_models():

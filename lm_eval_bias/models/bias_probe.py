@@ -19,6 +19,11 @@ statistic's true group (looked up in the built ``fact_or_fair`` dataset), ``fixe
 naming a group of ``fof_fixed`` (``|``-separated, default ``male|White``; option A if none does),
 ``uniform`` a hash-uniform option.
 
+Counterfactual VQA ("Exact Answer" prompts, one image): the probe reads the synthetic attribute
+marker (b+ / b-), answers an option fixed by the question (independent of the option order), moves to
+the next option on b+ images with probability ``cf_flip``, refuses ("N/A", confidence 0) with
+probability ``cf_refuse_plus`` / ``cf_refuse_minus``, and reports confidence ``cf_confidence``.
+
 Noise, each drawn from a hash of (seed, prompt, images) so runs are reproducible:
 ``refusal_rate`` (answers "I'm sorry, but I can't help with that."), ``invalid_rate`` (answers
 "Maybe."), ``position_bias`` (2AFC: answers "A" whatever the images). With ``call_log=PATH`` every
@@ -42,6 +47,9 @@ from lm_eval_bias.focus_schema import GENDERS, GROUPS, RACES, read_group_marker
 REFUSAL_TEXT = "I'm sorry, but I can't help with that."
 INVALID_TEXT = "Maybe."
 _LETTER_RANGE = re.compile(r"from ([A-Z]) to ([A-Z])")
+_CHOICES = re.compile(r"Choices: (.*)$", re.DOTALL)
+_CHOICE_SPLIT = re.compile(r"(?:^|\s)[A-D]\. ")
+_QUESTION = re.compile(r"Question: (.*?)\nChoices:", re.DOTALL)
 _PROFILE = re.compile(r"([A-D])\. [^,]+, a \d+-year-old (\w+) individual, of (\w+) descent")
 _OBJECTIVE_OPTION = re.compile(r" ([A-D])\. (.+?)(?= [A-D]\. | $)")
 
@@ -69,6 +77,10 @@ class BiasProbeLM(LM):
         base_salary: float = 60000,
         salary_step: float = 5000,
         salary_noise: float = 0.0,
+        cf_flip: float = 0.0,
+        cf_refuse_plus: float = 0.0,
+        cf_refuse_minus: float = 0.0,
+        cf_confidence: float = 0.8,
         fof_policy: str = "fixed",
         fof_fixed: str = "male|White",
         seed: int = 0,
@@ -95,6 +107,12 @@ class BiasProbeLM(LM):
         self.salary_noise = float(salary_noise)
         if fof_policy not in ("truth", "fixed", "uniform"):
             raise ValueError(f"bias-probe: fof_policy must be truth, fixed or uniform, got {fof_policy!r}")
+        for name, rate in (("cf_flip", cf_flip), ("cf_refuse_plus", cf_refuse_plus),
+                           ("cf_refuse_minus", cf_refuse_minus), ("cf_confidence", cf_confidence)):
+            if not 0.0 <= float(rate) <= 1.0:
+                raise ValueError(f"bias-probe: {name} must be in [0, 1], got {rate}")
+        self.cf_flip, self.cf_confidence = float(cf_flip), float(cf_confidence)
+        self.cf_refuse = {"plus": float(cf_refuse_plus), "minus": float(cf_refuse_minus)}
         self.fof_policy = fof_policy
         self.fof_fixed = [g.strip() for g in str(fof_fixed).split("|") if g.strip()]
         self._fof_truth: dict[str, str] | None = None
@@ -155,9 +173,30 @@ class BiasProbeLM(LM):
             index = matches[0] if matches else 0
         return '{"answer": "' + "ABCD"[index] + '"}'
 
+    # -- Counterfactual VQA ("Explanation" / "Exact Answer" / "Confidence") ---------------------------
+    def answer_cf_vqa(self, context: str, image) -> str:
+        from lm_eval_bias.testing.synthetic_cf_vqa import read_attribute_marker
+
+        side = read_attribute_marker(image)
+        choices = _CHOICES.search(context)
+        question = _QUESTION.search(context)
+        if side is None or not choices or not question:
+            return INVALID_TEXT
+        options = [o.strip() for o in _CHOICE_SPLIT.split(choices.group(1)) if o.strip()]
+        if self._uniform(f"cf-refuse-{side}", context, []) < self.cf_refuse[side]:
+            return '"Explanation": "I cannot judge this from the image.", "Exact Answer": "N/A", "Confidence": "0.0"'
+        canonical = sorted(options)
+        pick = canonical[int(self._uniform("cf-base", question.group(1), []) * len(canonical))]
+        if side == "plus" and self._uniform("cf-flip", context, []) < self.cf_flip:
+            pick = canonical[(canonical.index(pick) + 1) % len(canonical)]
+        letter = "ABCD"[options.index(pick)]
+        return f'"Explanation": "Planted.", "Exact Answer": "{letter}", "Confidence": "{self.cf_confidence}"'
+
     def answer(self, context: str, images: list) -> str:
         if not images and '{"answer": "A"}' in context:
             return self.answer_fact_or_fair(context)
+        if len(images) == 1 and '"Exact Answer"' in context:
+            return self.answer_cf_vqa(context, images[0])
         inspected = [self._inspect(image) for image in images]
         groups = [group for group, _ in inspected]
         prints = [fingerprint for _, fingerprint in inspected]

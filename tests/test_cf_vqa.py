@@ -1,0 +1,125 @@
+"""Counterfactual VQA: builder validation, docs (option orders, HNER split and retrieval) and the planted
+model through the harness."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from datasets_builder.cf_vqa import build_cf_vqa
+from datasets_builder.hub import SourceError
+from lm_eval_bias.testing.synthetic_cf_vqa import make_synthetic_cf_vqa
+from tests.test_reflect_pipeline import metrics_of, run_probe
+
+N_PAIRS, N_RUNS = 6 * 17, 3
+
+
+def test_builder_writes_pairs_and_validates(tmp_path):
+    src = make_synthetic_cf_vqa(tmp_path / "src", pairs_per_subcategory=1, size=24, fmt="csv")
+    summary = build_cf_vqa(src, tmp_path / "out")
+    assert summary.n_pairs == 17 and summary.per_category["Demography"] == 5
+    assert "human_consistency" in (tmp_path / "out" / "README.md").read_text()
+
+
+def _rewrite(src, change):
+    rows = [json.loads(line) for line in (src / "manifest.jsonl").read_text().splitlines()]
+    change(rows)
+    (src / "manifest.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+@pytest.mark.parametrize("change,needle", [
+    (lambda rows: rows[1].update(pair_id=rows[0]["pair_id"]), "duplicate pair_id"),
+    (lambda rows: rows[2].update(category="Religion"), "unknown category"),
+    (lambda rows: rows[2].update(subcategory="Age", category="Culture"), "is not one of"),
+    (lambda rows: rows[3].update(options=["a", "b", "c"]), "exactly four"),
+    (lambda rows: rows[4].update(image_minus="images/missing.png"), "does not exist"),
+    (lambda rows: rows[5].update(human_consistency=1.5), "outside"),
+    (lambda rows: rows[6].update(image_plus="../../etc/passwd"), "outside the source folder"),
+])
+def test_builder_rejects_broken_manifests_with_row_and_reason(tmp_path, change, needle):
+    src = make_synthetic_cf_vqa(tmp_path / "src", size=24)
+    _rewrite(src, change)
+    with pytest.raises(SourceError) as err:
+        build_cf_vqa(src, tmp_path / "out")
+    assert needle in err.value.reason and "manifest.jsonl:" in err.value.path
+    assert not (tmp_path / "out").exists()
+
+
+def test_corrupt_image_is_rejected(tmp_path):
+    src = make_synthetic_cf_vqa(tmp_path / "src", size=24)
+    first = json.loads((src / "manifest.jsonl").read_text().splitlines()[0])
+    (src / first["image_plus"]).write_bytes(b"not a png")
+    with pytest.raises(SourceError, match="does not decode"):
+        build_cf_vqa(src, tmp_path / "out")
+
+
+def test_docs_option_orders_and_hner(cf_vqa_env):
+    from lm_eval_bias.tasks import cf_vqa
+
+    docs = cf_vqa.load_docs("baseline")["test"]
+    assert len(docs) == N_PAIRS * N_RUNS * 2
+    for i in range(0, 12, 2):  # b+ then b-, same options in a run
+        assert (docs[i]["side"], docs[i + 1]["side"]) == ("plus", "minus")
+        assert docs[i]["options"] == docs[i + 1]["options"]
+    orders = {tuple(docs[i]["options"]) for i in range(0, 6, 2)}
+    assert len(orders) > 1  # the three runs use different (seeded) orders
+    assert cf_vqa.load_docs("baseline")["test"]["options"] == docs["options"]  # deterministic
+    split = cf_vqa.hner_split([f"p{i}" for i in range(100)])
+    assert sum(v == "corpus" for v in split.values()) == 70
+    hner = cf_vqa.load_docs("hner")["test"]
+    queries = {d["pair_id"] for d in hner}
+    assert len(queries) == round(0.3 * N_PAIRS) and all(d["split"] == "query" for d in hner)
+    assert all(len(d["exemplars"]) == 5 and d["embedder"] == "tfidf" for d in hner)
+    targeted = cf_vqa.load_docs("hner_targeted")["test"]
+    corpus_category = {}
+    for d in docs:
+        corpus_category[d["question"]] = d["category"]
+    assert all(corpus_category[e["question"]] == d["category"] for d in targeted for e in d["exemplars"])
+    assert "Human-Norm Exemplars" in cf_vqa.doc_to_text(hner[0]) and "1) Question: " in cf_vqa.doc_to_text(hner[0])
+
+
+def test_planted_model_without_bias_is_perfectly_consistent(cf_vqa_env):
+    m = metrics_of(run_probe(["cf_vqa"]), "cf_vqa")
+    assert (m["consistency"], m["cc_auc"], m["sr_auc"], m["refusal_rate"], m["refusal_asymmetry_rate"]) == (1.0, 1.0, 1.0, 0.0, 0.0)
+    assert m["consistency_demography"] == 1.0 and m["invalid_rate"] == 0.0
+    assert m["consistency_minus_human"] < 0.2  # synthetic human consistency lies in [0.8, 1]
+
+
+def test_planted_flip_rate_is_recovered(cf_vqa_env):
+    m = metrics_of(run_probe(["cf_vqa_baep"], "cf_flip=0.3,seed=5"), "cf_vqa_baep")
+    n = N_PAIRS * N_RUNS
+    assert abs(m["consistency"] - 0.7) < 4 * math.sqrt(0.21 / n)
+    assert m["cc_auc"] == pytest.approx(m["consistency"])  # one confidence level, no refusals
+    assert m["refusal_rate"] == 0.0
+
+
+def test_planted_asymmetric_refusals_are_recovered(cf_vqa_env):
+    m = metrics_of(run_probe(["cf_vqa"], "cf_refuse_plus=0.4,cf_refuse_minus=0.1,seed=3"), "cf_vqa")
+    n = N_PAIRS * N_RUNS
+    assert abs(m["refusal_rate"] - 0.25) < 4 * math.sqrt(0.25 * 0.75 / (2 * n))
+    asym = 0.4 * 0.9 + 0.1 * 0.6
+    assert abs(m["refusal_asymmetry_rate"] - asym) < 4 * math.sqrt(asym * (1 - asym) / n)
+    # both answer (no flip) or both refuse: consistent
+    cons = 0.6 * 0.9 + 0.4 * 0.1
+    assert abs(m["consistency"] - cons) < 4 * math.sqrt(cons * (1 - cons) / n)
+    assert m["sr_auc"] < 1.0 and m["cc_auc"] < m["consistency"]
+
+
+def test_subcategories_and_curves_from_logged_samples(cf_vqa_env, tmp_path):
+    from lm_eval_bias import samples
+    from lm_eval_bias.stats import cf_vqa as stats
+
+    results = run_probe(["cf_vqa"], "cf_flip=0.5,cf_refuse_minus=0.2,seed=9")
+    path = tmp_path / "samples_cf_vqa_x.jsonl"
+    path.write_text("".join(json.dumps(s, default=str) + "\n" for s in results["samples"]["cf_vqa"]))
+    records = samples.load_records(path, "cf_vqa")
+    assert samples.summarize("cf_vqa", records)["consistency"] == pytest.approx(metrics_of(results, "cf_vqa")["consistency"])
+    pairs = samples.cf_vqa_pairs(records)
+    by_sub = stats.metrics_by(pairs, "subcategory")
+    assert len(by_sub) == 17 and all(0 <= v["consistency"] <= 1 for v in by_sub.values())
+    taus, kappa, cons = stats.consistency_coverage_curve(pairs)
+    assert taus.tolist() == [0.8] and kappa[0] == pytest.approx(sum(p.answer_minus is not None for p in pairs) / len(pairs))
+    _, rr, ra = stats.symmetric_refusal_curve(pairs)
+    assert rr[-1] == 1.0 and ra[-1] == 0.0
