@@ -68,6 +68,15 @@ def run_harness(argv: list[str]) -> None:
         sys.argv = saved
     if hasattr(args, "include_path"):
         args.include_path = _with_plugin_tasks(args.include_path)
+    if getattr(args, "command", None) == "run" and getattr(args, "model", None) and getattr(args, "tasks", None):
+        from lm_eval_bias.guard import ImageBudgetError, check_image_budget
+
+        tasks = args.tasks if isinstance(args.tasks, list) else str(args.tasks).split(",")
+        try:
+            check_image_budget(args.model, args.model_args, [t.strip() for t in tasks])
+        except ImageBudgetError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            raise SystemExit(2) from None
     cli.execute(args)
 
 
