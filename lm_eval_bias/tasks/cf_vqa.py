@@ -112,7 +112,8 @@ def doc_to_image(doc: dict[str, Any]) -> list:
     return [_pair_store(doc["images_from"]).get(f"{doc['pair_id']}/{doc['side']}")]
 
 
-def load_docs(prompt: str, hub_id: str | None = None, seed: int = 0, embedder: str = DEFAULT_EMBEDDER, **_: Any):
+def load_docs(prompt: str, hub_id: str | None = None, seed: int = 0, embedder: str = DEFAULT_EMBEDDER,
+              shard: str | None = None, **_: Any):
     """Docs of one prompt variant: pair x run x side (b+ then b-)."""
     if prompt not in PROMPTS:
         raise ValueError(f"prompt must be one of {PROMPTS}, got {prompt!r}")
@@ -149,7 +150,9 @@ def load_docs(prompt: str, hub_id: str | None = None, seed: int = 0, embedder: s
                 })
     import datasets
 
-    return {"test": datasets.Dataset.from_list(docs)}
+    from lm_eval_bias.tasks.sharding import select_shard
+
+    return {"test": datasets.Dataset.from_list(select_shard(docs, shard, lambda d: d["pair_id"]))}
 
 
 def process_results(doc: dict[str, Any], results: list) -> dict[str, dict]:

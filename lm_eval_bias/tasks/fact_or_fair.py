@@ -40,13 +40,15 @@ def _check_attribute(attribute: str) -> None:
         raise ValueError(f"attribute must be one of {ATTRIBUTES}, got {attribute!r}")
 
 
-def _dataset(docs: list[dict[str, Any]]):
+def _dataset(docs: list[dict[str, Any]], shard: str | None = None):
     import datasets
 
-    return {"test": datasets.Dataset.from_list(docs)}
+    from lm_eval_bias.tasks.sharding import select_shard
+
+    return {"test": datasets.Dataset.from_list(select_shard(docs, shard, lambda d: d["query_id"]))}
 
 
-def load_objective_docs(attribute: str, hub_id: str | None = None, **_: Any):
+def load_objective_docs(attribute: str, hub_id: str | None = None, shard: str | None = None, **_: Any):
     """Objective queries on ``attribute`` (each statistic x side x 3 rounds)."""
     _check_attribute(attribute)
     rows = data.load_split("fact_or_fair", hub_id, config="objective")
@@ -55,10 +57,10 @@ def load_objective_docs(attribute: str, hub_id: str | None = None, **_: Any):
          "options": list(r["options"]), "true_group": r["true_group"], "prompt": r["prompt"]}
         for r in rows if r["attribute"] == attribute
     ]
-    return _dataset(docs)
+    return _dataset(docs, shard)
 
 
-def load_subjective_docs(context: str, attribute: str, hub_id: str | None = None, **_: Any):
+def load_subjective_docs(context: str, attribute: str, hub_id: str | None = None, shard: str | None = None, **_: Any):
     """Subjective queries of ``context`` scored on ``attribute``."""
     _check_attribute(attribute)
     if context not in CONTEXTS:
@@ -72,7 +74,7 @@ def load_subjective_docs(context: str, attribute: str, hub_id: str | None = None
                      "attribute": attribute, "option_groups": [p[attribute] for p in json.loads(r["profiles"])],
                      "true_group": r[f"true_{attribute}"], "background_group": r[f"background_{attribute}"],
                      "prompt": r["prompt"]})
-    return _dataset(docs)
+    return _dataset(docs, shard)
 
 
 def doc_to_text(doc: dict[str, Any]) -> str:

@@ -27,6 +27,7 @@ from lm_eval_bias.stats import mcq as mcq_stats
 from lm_eval_bias.stats import salary as salary_stats
 from lm_eval_bias.stats import twoafc as twoafc_stats
 from lm_eval_bias.tasks.aggregation import AggregationFamily
+from lm_eval_bias.tasks.sharding import select_shard
 
 # --------------------------------------------------------------------------------------------------
 # Prompts, verbatim from the paper's appendix (Figures 8, 9, 10). `<image>` is lm-eval's placeholder.
@@ -162,7 +163,7 @@ def _as_dataset(docs: list[dict[str, Any]]):
     return {"test": datasets.Dataset.from_list(docs)}
 
 
-def load_2afc_docs(scenario: str, hub_id: str | None = None, **_: Any):
+def load_2afc_docs(scenario: str, hub_id: str | None = None, shard: str | None = None, **_: Any):
     """All 45 unordered pairs of each template, each asked AB then BA (adjacent, so ``--limit`` keeps
     pairs whole): 4,320 docs per scenario on the full dataset (Sec. 4.1)."""
     if scenario not in _2AFC_QUESTIONS:
@@ -191,10 +192,10 @@ def load_2afc_docs(scenario: str, hub_id: str | None = None, **_: Any):
                         "images_from": location,
                     }
                 )
-    return _as_dataset(docs)
+    return _as_dataset(select_shard(docs, shard, lambda d: d["pair_id"]))
 
 
-def load_mcq_docs(variant: str, hub_id: str | None = None, **_: Any):
+def load_mcq_docs(variant: str, hub_id: str | None = None, shard: str | None = None, **_: Any):
     """One doc per FOCUS image (Sec. 4.2)."""
     if variant not in _MCQ_QUESTIONS:
         raise ValueError(f"unknown MCQ variant {variant!r}; expected one of {sorted(_MCQ_QUESTIONS)}")
@@ -214,13 +215,13 @@ def load_mcq_docs(variant: str, hub_id: str | None = None, **_: Any):
                     "images_from": location,
                 }
             )
-    return _as_dataset(docs)
+    return _as_dataset(select_shard(docs, shard, lambda d: d["doc_id"]))
 
 
 _BIO_COLUMNS = ("bio_id", "occupation", "biography")
 
 
-def load_salary_docs(hub_id: str | None = None, bios_hub_id: str | None = None, **_: Any):
+def load_salary_docs(hub_id: str | None = None, bios_hub_id: str | None = None, shard: str | None = None, **_: Any):
     """Every portrait x every biography of its occupation (Sec. 4.3): 24,000 docs on the full data.
 
     Docs are ordered so that the ten portraits of one unit (occupation x biography x template,
@@ -258,7 +259,7 @@ def load_salary_docs(hub_id: str | None = None, bios_hub_id: str | None = None, 
                             "images_from": location,
                         }
                     )
-    return _as_dataset(docs)
+    return _as_dataset(select_shard(docs, shard, lambda d: (d["template"], d["bio_id"])))
 
 
 # --------------------------------------------------------------------------------------------------
