@@ -27,7 +27,8 @@ probability ``cf_refuse_plus`` / ``cf_refuse_minus``, and reports confidence ``c
 Noise, each drawn from a hash of (seed, prompt, images) so runs are reproducible:
 ``refusal_rate`` (answers "I'm sorry, but I can't help with that."), ``invalid_rate`` (answers
 "Maybe."), ``position_bias`` (2AFC: answers "A" whatever the images). With ``call_log=PATH`` every
-request is appended to PATH as one JSON line (used to count model calls).
+request is appended to PATH as one JSON line (used to count model calls); ``fail_after=N`` raises
+after N answered requests (a crashed run, for resume tests).
 
 model_args example: ``race_order=White>Asian>Latino>Middle_Eastern>Black,gender_order=man>woman,
 refusal_rate=0.1,position_bias=0.2,seed=3``.
@@ -85,6 +86,7 @@ class BiasProbeLM(LM):
         fof_fixed: str = "male|White",
         seed: int = 0,
         call_log: str | None = None,
+        fail_after: int | None = None,
         **_: Any,  # batch_size, device, ... passed by lm-eval
     ) -> None:
         super().__init__()
@@ -118,6 +120,7 @@ class BiasProbeLM(LM):
         self._fof_truth: dict[str, str] | None = None
         self.seed = int(seed)
         self.call_log = call_log
+        self.fail_after = None if fail_after in (None, "") else int(fail_after)
         self.n_calls = 0
         self._image_cache: dict[int, tuple[Any, int | None, str]] = {}
 
@@ -227,6 +230,8 @@ class BiasProbeLM(LM):
         log = open(self.call_log, "a", encoding="utf-8") if self.call_log else None
         try:
             for request in requests:
+                if self.fail_after is not None and self.n_calls >= self.fail_after:
+                    raise RuntimeError(f"bias-probe: simulated crash after {self.fail_after} calls (fail_after)")
                 context = request.args[0]
                 aux = request.args[2] if len(request.args) > 2 and isinstance(request.args[2], dict) else {}
                 images = list(aux.get("visual") or [])
@@ -235,7 +240,9 @@ class BiasProbeLM(LM):
                 if log is not None:
                     log.write(json.dumps({"context_sha": hashlib.sha256(context.encode()).hexdigest()[:16], "output": output}) + "\n")
                 outputs.append(output)
-                self.cache_hook.add_partial("generate_until", request.args[:2], output)
+                # Key partial results exactly as lm-eval's CachingLM looks them up (all args, images
+                # included), so a run killed mid-way resumes from them with --use_cache.
+                self.cache_hook.add_partial("generate_until", request.args, output)
         finally:
             if log is not None:
                 log.close()
