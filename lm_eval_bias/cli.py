@@ -77,7 +77,43 @@ def run_harness(argv: list[str]) -> None:
         except ImageBudgetError as exc:
             print(f"error: {exc}", file=sys.stderr)
             raise SystemExit(2) from None
+    if getattr(args, "command", None) in ("run", "validate") and _only_plugin_tasks(getattr(args, "tasks", None)):
+        _skip_builtin_task_index()
     cli.execute(args)
+
+
+def _only_plugin_tasks(tasks) -> bool:
+    """True when every requested task or group is one of the plugin's (then lm-eval's ~14k built-in
+    task configs need not be indexed, which costs ~10 s at every start)."""
+    if not tasks:
+        return False
+    from lm_eval_bias.guard import images_per_task
+
+    names = tasks if isinstance(tasks, list) else str(tasks).split(",")
+    known = images_per_task()
+    return all(name.strip() in known for name in names)
+
+
+def _skip_builtin_task_index() -> None:
+    """Make this process's TaskManager skip lm-eval's built-in tasks unless a caller asks for them.
+
+    lm-eval 0.4.13's CLI builds ``TaskManager(include_path=..., metadata=...)`` with no way to pass
+    ``include_defaults``; we change only that default, in this process, for runs whose tasks are all
+    the plugin's."""
+    import functools
+
+    from lm_eval.tasks import TaskManager
+
+    original = TaskManager.__init__
+    if getattr(original, "_lm_eval_bias_defaults_off", False):
+        return
+
+    @functools.wraps(original)
+    def init(self, *args, include_defaults: bool = False, **kwargs):
+        original(self, *args, include_defaults=include_defaults, **kwargs)
+
+    init._lm_eval_bias_defaults_off = True  # type: ignore[attr-defined]
+    TaskManager.__init__ = init
 
 
 def main(argv: list[str] | None = None) -> int:

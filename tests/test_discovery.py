@@ -86,3 +86,21 @@ def test_drop_in_cli_ls_tasks_lists_plugin_and_builtin_tasks():
     for task in REFLECT_TASKS:
         assert task in out
     assert "hellaswag" in out  # lm-eval's own tasks are still there
+
+
+def test_plugin_only_runs_skip_the_builtin_task_index():
+    from lm_eval_bias.cli import _only_plugin_tasks
+
+    assert _only_plugin_tasks(["focus_2afc_income", "reflect", "fact_or_fair", "cf_vqa_all"])
+    assert _only_plugin_tasks("focus_mcq_salary,cf_vqa")
+    assert not _only_plugin_tasks(["focus_mcq_salary", "hellaswag"])
+    assert not _only_plugin_tasks(None)
+    code = (
+        "from lm_eval_bias.cli import _skip_builtin_task_index as s; s(); s();"
+        "from lm_eval.tasks import TaskManager as T; import lm_eval_bias;"
+        "p=str(lm_eval_bias.tasks_dir());"
+        "a=T(include_path=p).all_tasks; b=T(include_path=p, include_defaults=True).all_tasks;"
+        "print('focus_salary' in a, 'hellaswag' in a, 'hellaswag' in b)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["True", "False", "True"]
