@@ -104,4 +104,4 @@ def test_fact_or_fair_runs_on_text_and_vision_backends(small_fof_data, tmp_path,
     for key in ("s_fact", "s_e", "s_kld", "s_fair", "distance"):
         assert f"{key},none" in metrics
     lines = _only(out_dir.rglob("samples_fact_or_fair_objective_gender_*.jsonl")).read_text().splitlines()
-    assert len(lines) == 6 and json.loads(lines[0])["doc"]["prompt"].startswith("First, the definition of")
+    assert len(lines) == 6 and json.loads(lines[0])["doc"]["prompt"].startswith("Synthetic definition of")
