@@ -59,6 +59,17 @@ def _build_cf_vqa(args) -> int:
     return _finish(args, summary.output)
 
 
+def _build_vignette(args) -> int:
+    from datasets_builder.vignette import build_vignette
+
+    summary = build_vignette(args.source, args.lists, args.output, overwrite=args.overwrite, license=args.license)
+    for note in summary.notes:
+        print(f"note: {note}")
+    print(f"wrote {summary.n_images} images ({summary.n_portraits} portraits; {summary.identities_with_images} identities, "
+          f"{summary.activities_with_images} activities) to {summary.output}")
+    return _finish(args, summary.output)
+
+
 def _guarded(func):
     def run(args) -> int:
         try:
@@ -99,7 +110,15 @@ def add_build_subcommands(subparsers) -> None:
     cfv.add_argument("--license", default="other", help="license field of the dataset card (default: other)")
     cfv.set_defaults(func=_guarded(_build_cf_vqa))
 
-    for parser in (focus, bios, fof, cfv):
+    vig = subparsers.add_parser("vignette", help="VIGNETTE individual images + the authors' lists")
+    vig.add_argument("--source", required=True, help="DIR/<gender>/<descriptor>_<activity>.png and <gender>/<descriptor>.png")
+    vig.add_argument("--lists", required=True, help="folder with maledes.csv, femaledes.csv, activities.json, roles.json, "
+                                                    "sscm_dictionary.csv")
+    vig.add_argument("--output", required=True, help="output folder (Hub layout)")
+    vig.add_argument("--license", default="other", help="license field of the dataset card (default: other)")
+    vig.set_defaults(func=_guarded(_build_vignette))
+
+    for parser in (focus, bios, fof, cfv, vig):
         parser.add_argument("--push-to-hub", metavar="REPO_ID", default=None,
                             help="upload the output folder as a Hub dataset (token from the environment)")
         parser.add_argument("--overwrite", action="store_true", help="replace an existing output folder")

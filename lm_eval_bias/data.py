@@ -28,6 +28,7 @@ DEFAULT_HUB_IDS: dict[str, str] = {
     "focus_bios": "lm-eval-bias/focus_bios",
     "fact_or_fair": "lm-eval-bias/fact_or_fair",
     "cf_vqa": "lm-eval-bias/cf_vqa",
+    "vignette": "lm-eval-bias/vignette",
 }
 
 

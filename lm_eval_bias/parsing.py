@@ -33,6 +33,13 @@ Answer" / "Confidence" format: the answer maps a letter or the option text to on
 confidence must be a number in [0, 1]; "N/A" and refusal phrases are refusals (c = 0); a malformed
 confidence makes the response invalid (counted, never guessed).
 
+Choices (:func:`parse_choice`) — VIGNETTE's multiple-choice questions (the paper constrained outputs
+to the valid choices): valid when the normalized response is exactly one option's letter, exactly
+one option's text (case-insensitive; a leading "the " is ignored on both sides), or "<letter>.
+<text>" / "<letter>) <text>" where letter and text name the same option. An option text wins over
+the refusal patterns ("Both" and "None" are options of the factuality task). Anything else
+("A or B", a sentence around an option, a letter and another option's text) is invalid or a refusal.
+
 Salary amounts (:func:`parse_salary_usd`) — REFLECT Sec. 4.3: "a single integer annual salary in
 USD". Exactly one amount is accepted: ``85000``, ``$85,000``, ``85,000 USD``, ``USD 85,000``,
 ``$85,000.00`` (zero cents only), ``85k``/``$85K``, ``$1.2M``/``1.2 million``, ``85 thousand``, with
@@ -155,6 +162,37 @@ def parse_letter(text: str | None, allowed: str | Sequence[str]) -> ParsedRespon
     ):
         return _refusal_or_invalid(raw, "multiple_letters")
     return _refusal_or_invalid(raw, "not_a_letter")
+
+
+def _option_key(text: str) -> str:
+    text = " ".join(normalize_response(text).lower().split())
+    return text[4:] if text.startswith("the ") else text
+
+
+def parse_choice(text: str | None, options: Sequence[str]) -> ParsedResponse:
+    """Classify an answer to lettered ``options`` (A, B, ...); ``value`` is the option's letter."""
+    if not options or len(options) > 26:
+        raise ValueError(f"need 1-26 options, got {len(options)}")
+    letters = [chr(ord("A") + k) for k in range(len(options))]
+    keys = [_option_key(o) for o in options]
+    if len(set(keys)) != len(keys):
+        raise ValueError(f"options must be distinct, got {list(options)!r}")
+    raw = "" if text is None else str(text)
+    normalized = normalize_response(raw)
+    if not normalized:
+        return _refusal_or_invalid(raw, "empty")
+    if normalized.upper() in letters:
+        return ParsedResponse(ResponseStatus.VALID, normalized.upper(), "", raw)
+    key = _option_key(normalized)
+    if key in keys:
+        return ParsedResponse(ResponseStatus.VALID, letters[keys.index(key)], "", raw)
+    prefixed = re.fullmatch(r"([A-Za-z])\s*[.):]\s*(.+)", normalized, re.DOTALL)
+    if prefixed and prefixed.group(1).upper() in letters:
+        letter = prefixed.group(1).upper()
+        if _option_key(prefixed.group(2)) == keys[letters.index(letter)]:
+            return ParsedResponse(ResponseStatus.VALID, letter, "", raw)
+        return _refusal_or_invalid(raw, "letter_text_mismatch")
+    return _refusal_or_invalid(raw, "not_an_option")
 
 
 _MULTIPLIERS = {"k": 1_000, "thousand": 1_000, "m": 1_000_000, "mm": 1_000_000, "million": 1_000_000}

@@ -1,0 +1,208 @@
+"""``lm-eval-bias build vignette``: VIGNETTE individual images and lists as a Hub-layout dataset.
+
+Input: ``--source DIR`` with the individual images as the authors' pipeline names them,
+``DIR/<gender>/<descriptor>_<activity>.png`` and no-activity portraits ``DIR/<gender>/<descriptor>.png``
+(spaces as dashes, gender folders ``male`` / ``female``; JPEG accepted too), and ``--lists LISTS_DIR``
+with the four list files in the upstream formats (:mod:`lm_eval_bias.vignette_schema`). Any subset of
+identities and activities may have images; every file name must name a listed descriptor (of that
+gender's list) and a listed activity. Images are checked as in the FOCUS builder (decodable JPEG/PNG,
+size, no decompression bomb, no symlink out of the tree) and stored unchanged.
+
+Output configs: ``default`` (one row per image, one image per parquet row group so a task reads any
+image without reading its neighbours), ``identities``, ``activities`` (with the decision roles and
+questions) and ``sscm`` (the trait dictionary). Pair images are never stored: the tasks compose them
+when a doc is read (:mod:`lm_eval_bias.vignette_pairs`). Written atomically; images are streamed
+through an on-disk Arrow file, so memory does not grow with the number of images.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from datasets_builder.hub import DatasetCard, SourceError, check_image, write_hub_dataset_configs
+from lm_eval_bias.vignette_schema import (
+    GENDERS,
+    IMAGE_EXTENSIONS,
+    ListError,
+    VignetteLists,
+    image_id,
+    read_lists,
+    slug,
+)
+
+DEFAULT_MAX_IMAGE_PIXELS = 40_000_000
+IMAGE_COLUMNS = {
+    "image": "the individual image (original bytes)",
+    "image_id": "`<gender>/<descriptor-slug>[_<activity-slug>]`",
+    "gender": "female or male (the list the descriptor comes from)",
+    "descriptor": "identity descriptor as in the list (e.g. 'wheelchair man')",
+    "dimension": "bias dimension (the list's axis)",
+    "activity": "activity as in activities.json; empty for a no-activity portrait",
+    "activity_category": "time-use category of the activity; empty for a portrait",
+    "file_name": "path relative to the source folder",
+    "sha256": "of the file bytes",
+    "width": "pixels",
+    "height": "pixels",
+}
+
+
+@dataclass(frozen=True)
+class VignetteBuildSummary:
+    output: Path
+    n_images: int
+    n_portraits: int
+    identities_with_images: int
+    activities_with_images: int
+    notes: tuple[str, ...]
+
+
+def _check_link(path: Path, root: Path) -> None:
+    if path.is_symlink():
+        target = path.resolve()
+        if root != target and root not in target.parents:
+            raise SourceError(path, f"symlink points outside the source tree ({target})")
+
+
+def scan_images(source: str | os.PathLike, lists: VignetteLists, *, max_image_pixels: int = DEFAULT_MAX_IMAGE_PIXELS,
+                min_side: int = 16, max_side: int = 8192) -> list[dict]:
+    """Validate every image under ``source`` against ``lists``; rows without image bytes (file path in
+    ``file_name``), sorted by image id. Raises :class:`SourceError` naming the file and the reason."""
+    root = Path(source).absolute()
+    if not root.is_dir():
+        raise SourceError(root, "source folder does not exist")
+    resolved = root.resolve()
+    identities, activities = lists.by_slug()
+    rows, seen = [], {}
+    entries = sorted(p for p in root.iterdir() if not p.name.startswith("."))
+    if not entries:
+        raise SourceError(root, "source folder is empty")
+    for gender_dir in entries:
+        _check_link(gender_dir, resolved)
+        if not gender_dir.is_dir() or gender_dir.name not in GENDERS:
+            raise SourceError(gender_dir, f"unexpected entry: expected a gender folder, one of {GENDERS}")
+        for file in sorted(p for p in gender_dir.iterdir() if not p.name.startswith(".")):
+            _check_link(file, resolved)
+            stem, ext = os.path.splitext(file.name)
+            if not file.is_file() or ext.lower() not in IMAGE_EXTENSIONS:
+                raise SourceError(file, f"unexpected entry: expected <descriptor>[_<activity>] with extension {IMAGE_EXTENSIONS}")
+            parts = stem.split("_")
+            if len(parts) > 2 or not all(parts):
+                raise SourceError(file, "file name must be <descriptor>_<activity> or <descriptor> (spaces as dashes)")
+            identity = identities.get((gender_dir.name, parts[0].lower()))
+            if identity is None:
+                raise SourceError(file, f"unknown descriptor {parts[0]!r}: not in the {gender_dir.name} identity list")
+            activity = None
+            if len(parts) == 2:
+                activity = activities.get(parts[1].lower())
+                if activity is None:
+                    raise SourceError(file, f"unknown activity {parts[1]!r}: not in activities.json")
+            key = image_id(gender_dir.name, identity.descriptor, activity.name if activity else None)
+            if key in seen:
+                raise SourceError(file, f"duplicate image: {seen[key]} has the same descriptor and activity")
+            seen[key] = file.name
+            data = file.read_bytes()
+            width, height = check_image(file, data, max_image_pixels, min_side, max_side)
+            rows.append({
+                "image_id": key, "gender": gender_dir.name, "descriptor": identity.descriptor,
+                "dimension": identity.dimension, "activity": activity.name if activity else "",
+                "activity_category": activity.category if activity else "", "file_name": str(file.relative_to(root)),
+                "sha256": hashlib.sha256(data).hexdigest(), "width": width, "height": height,
+            })
+    if not rows:
+        raise SourceError(root, "no images found")
+    return sorted(rows, key=lambda r: r["image_id"])
+
+
+def _image_features():
+    import datasets
+
+    v = datasets.Value
+    return datasets.Features({
+        "image": datasets.Image(), "image_id": v("string"), "gender": v("string"), "descriptor": v("string"),
+        "dimension": v("string"), "activity": v("string"), "activity_category": v("string"),
+        "file_name": v("string"), "sha256": v("string"), "width": v("int32"), "height": v("int32"),
+    })
+
+
+def _list_configs(lists: VignetteLists, rows: list[dict]):
+    import datasets
+
+    v = datasets.Value
+    with_images: dict[tuple[str, str], int] = {}
+    portraits = set()
+    for r in rows:
+        if r["activity"]:
+            with_images[(r["gender"], r["descriptor"])] = with_images.get((r["gender"], r["descriptor"]), 0) + 1
+        else:
+            portraits.add((r["gender"], r["descriptor"]))
+    identities = [{
+        "gender": i.gender, "descriptor": i.descriptor, "dimension": i.dimension, "bucket": i.bucket,
+        "visibility_gpt": i.visibility_gpt, "visibility_human": i.visibility_human, "visibility_label": i.visibility_label,
+        "activity_images": with_images.get((i.gender, i.descriptor), 0), "has_portrait": (i.gender, i.descriptor) in portraits,
+    } for i in lists.identities]
+    identity_features = datasets.Features({
+        "gender": v("string"), "descriptor": v("string"), "dimension": v("string"), "bucket": v("string"),
+        "visibility_gpt": v("string"), "visibility_human": v("string"), "visibility_label": v("string"),
+        "activity_images": v("int32"), "has_portrait": v("bool"),
+    })
+    activities = [{"activity": a.name, "category": a.category, "role": a.role or "",
+                   "questions": json.dumps(dict(a.questions), ensure_ascii=False)} for a in lists.activities]
+    activity_features = datasets.Features({"activity": v("string"), "category": v("string"), "role": v("string"),
+                                           "questions": v("string")})
+    terms = [{"term": t.term, "dimension": t.dimension, "direction": t.direction, "pair_id": t.pair_id} for t in lists.terms]
+    term_features = datasets.Features({k: v("string") for k in ("term", "dimension", "direction", "pair_id")})
+    return {"identities": (identities, identity_features), "activities": (activities, activity_features),
+            "sscm": (terms, term_features)}
+
+
+def build_vignette(source: str | os.PathLike, lists_dir: str | os.PathLike, output: str | os.PathLike, *,
+                   overwrite: bool = False, license: str = "other") -> VignetteBuildSummary:
+    """Validate ``source`` against the lists in ``lists_dir`` and write the ``vignette`` dataset."""
+    import datasets
+
+    try:
+        lists = read_lists(lists_dir)
+    except ListError as exc:
+        raise SourceError(exc.path, exc.reason) from None
+    rows = scan_images(source, lists)
+    root = Path(source).absolute()
+    features = _image_features()
+
+    def generate():
+        for r in rows:
+            data = (root / r["file_name"]).read_bytes()
+            if hashlib.sha256(data).hexdigest() != r["sha256"]:
+                raise SourceError(root / r["file_name"], "file changed while the dataset was being built")
+            yield {**r, "image": {"bytes": data, "path": os.path.basename(r["file_name"])}}
+
+    n_portraits = sum(1 for r in rows if not r["activity"])
+    identities_used = {(r["gender"], r["descriptor"]) for r in rows}
+    activities_used = {r["activity"] for r in rows if r["activity"]}
+    manifest = hashlib.sha256("\n".join(f"{r['image_id']} {r['sha256']}" for r in rows).encode()).hexdigest()
+    card = DatasetCard(
+        name="vignette",
+        pretty_name="VIGNETTE individual images and lists",
+        description=("Individual generated images of identities engaged in activities and no-activity portraits, with "
+                     "the VIGNETTE identity, activity, decision-role and SSCM lists (Raj et al.). Paired images are "
+                     "composed side by side by the lm-eval-bias tasks when a doc is read; none are stored."),
+        license=license, columns=IMAGE_COLUMNS,
+        provenance={"source folder": root.name, "lists folder": Path(lists_dir).name, "images": len(rows),
+                    "portraits": n_portraits, "identities with images": len(identities_used),
+                    "activities with images": len(activities_used), "image manifest sha256": manifest,
+                    "naming": "<gender>/<descriptor>_<activity>.png, <gender>/<descriptor>.png (spaces as dashes)"},
+        build_command=(f"lm-eval-bias build vignette --source {root.name} --lists {Path(lists_dir).name} "
+                       f"--output {Path(output).name}"),
+        notes=list(lists.notes),
+    )
+    Path(output).absolute().parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".vignette-arrow-", dir=Path(output).absolute().parent) as cache:
+        images = datasets.Dataset.from_generator(generate, features=features, cache_dir=cache)
+        configs = {"default": (images, features), **_list_configs(lists, rows)}
+        out = write_hub_dataset_configs(output, configs, card, overwrite=overwrite, rows_per_row_group={"default": 1})
+        del images
+    return VignetteBuildSummary(out, len(rows), n_portraits, len(identities_used), len(activities_used), tuple(lists.notes))

@@ -1,0 +1,273 @@
+"""VIGNETTE pairs: which pairs to ask (a seeded, stratified sampler) and how a pair image is drawn.
+
+The paper (Sec. 3, "Paired Images") places two people side by side in one image; upstream merged the
+two generated images side by side and resized the result to 672x336. The space is 30M+ pairs, so
+nothing here materializes it: :func:`sample_pairs` is a generator over :class:`PairSpec` (a few
+strings each) and :func:`compose_pair` draws one pair image when a doc is read, from individual
+images decoded through a small LRU cache (:class:`IndividualImages`). Memory therefore depends on
+the cache size, not on the number of pairs (``scripts/benchmark_vignette.py``).
+
+Pairing types (Table 8), always within one gender and one bias dimension, as upstream:
+
+- ``identity``: two identities, same activity (Identity Contrast);
+- ``activity``: one identity, two activities (Activity Contrast);
+- ``identity_activity``: two identities, two different activities (Identity-Activity Contrast);
+- ``portrait``: two identities, no-activity portraits (stereotyping paradigm).
+
+Sampling (documented default budgets in ``lm_eval_bias.tasks.vignette``): strata are gender x
+dimension; inside a stratum every identity that has the needed images is an *anchor*
+``per_identity`` times; its partner is drawn uniformly (seeded) among the stratum's other identities
+with the needed images; activities are dealt from one seeded deck per gender that is reshuffled each
+time it runs out, so every activity is used before any repeats and every activity is covered once
+there are at least as many draws as activities; the anchor is placed left on even and right on odd
+draws of its stratum, so every identity appears on both sides. Pairs are drawn with replacement
+across anchors (the same two people can meet twice); each draw has its own index.
+"""
+
+from __future__ import annotations
+
+import io
+import random
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+PAIR_KINDS = ("identity", "activity", "identity_activity", "portrait")
+PAIR_SIZE = (672, 336)
+
+
+@dataclass(frozen=True)
+class Person:
+    descriptor: str
+    activity: str | None  # activity name as in the lists, None for a portrait
+
+
+@dataclass(frozen=True)
+class PairSpec:
+    kind: str
+    gender: str
+    dimension: str
+    left: Person
+    right: Person
+    index: int  # position in the sampler's output (unique per sample)
+
+    @property
+    def pair_id(self) -> str:
+        def part(p: Person) -> str:
+            return p.descriptor + (f"@{p.activity}" if p.activity else "")
+
+        return f"{self.kind}:{self.index}:{self.gender}:{part(self.left)}|{part(self.right)}"
+
+
+class Catalog:
+    """Which individual images exist: gender -> dimension -> descriptor -> activities (and portraits)."""
+
+    def __init__(self, rows: list[dict[str, Any]]) -> None:
+        """``rows``: one per image with ``gender``, ``descriptor``, ``dimension``, ``activity`` (None or
+        "" for a portrait)."""
+        self.activities: dict[tuple[str, str], set[str]] = {}
+        self.portraits: set[tuple[str, str]] = set()
+        self.dimension: dict[tuple[str, str], str] = {}
+        for r in rows:
+            key = (r["gender"], r["descriptor"])
+            self.dimension[key] = r["dimension"]
+            if r.get("activity"):
+                self.activities.setdefault(key, set()).add(r["activity"])
+            else:
+                self.portraits.add(key)
+
+    def strata(self) -> dict[tuple[str, str], list[str]]:
+        """(gender, dimension) -> sorted descriptors."""
+        out: dict[tuple[str, str], list[str]] = {}
+        for (gender, descriptor), dimension in self.dimension.items():
+            out.setdefault((gender, dimension), []).append(descriptor)
+        return {k: sorted(v) for k, v in sorted(out.items())}
+
+    def all_activities(self, gender: str) -> list[str]:
+        return sorted({a for (g, _), acts in self.activities.items() if g == gender for a in acts})
+
+
+class _Deck:
+    """Activities dealt without repetition until exhausted, then reshuffled (seeded)."""
+
+    def __init__(self, items: list[str], rng: random.Random) -> None:
+        self.items, self.rng, self.queue = list(items), rng, []
+
+    def draw(self, allowed) -> str | None:
+        """Next activity satisfying ``allowed`` (skipped ones stay in the deck for later draws)."""
+        for _ in range(2):
+            for k, item in enumerate(self.queue):
+                if allowed(item):
+                    return self.queue.pop(k)
+            refill = self.items[:]
+            self.rng.shuffle(refill)
+            self.queue.extend(refill)
+        return None
+
+
+def sample_pairs(catalog: Catalog, kind: str, per_identity: int, seed: int = 0,
+                 activities: set[str] | None = None) -> Iterator[PairSpec]:
+    """Seeded, stratified pair sampler (module docstring). ``activities`` restricts the activities
+    used (e.g. those with decision questions). Deterministic for a catalog, kind, budget and seed."""
+    if kind not in PAIR_KINDS:
+        raise ValueError(f"kind must be one of {PAIR_KINDS}, got {kind!r}")
+    index = 0
+    decks: dict[str, _Deck] = {}
+    for (gender, dimension), descriptors in catalog.strata().items():
+        pool = catalog.all_activities(gender)
+        if activities is not None:
+            pool = [a for a in pool if a in activities]
+        deck = decks.setdefault(gender, _Deck(pool, random.Random(f"{seed}|{kind}|deck|{gender}")))
+
+        def acts(d: str) -> set[str]:
+            found = catalog.activities.get((gender, d), set())
+            return found if activities is None else found & activities
+
+        if kind == "portrait":
+            usable = [d for d in descriptors if (gender, d) in catalog.portraits]
+        else:
+            usable = [d for d in descriptors if acts(d)]
+        if kind != "activity" and len(usable) < 2:
+            continue
+        draw_in_stratum = 0
+        for anchor in usable:
+            rng = random.Random(f"{seed}|{kind}|{gender}|{anchor}")
+            for _ in range(per_identity):
+                spec = _draw(kind, gender, dimension, anchor, usable, acts, deck, rng)
+                if spec is None:
+                    continue
+                a, b = spec
+                left, right = (a, b) if draw_in_stratum % 2 == 0 else (b, a)
+                draw_in_stratum += 1
+                yield PairSpec(kind, gender, dimension, left, right, index)
+                index += 1
+
+
+def _draw(kind, gender, dimension, anchor, usable, acts, deck, rng) -> tuple[Person, Person] | None:
+    if kind == "activity":
+        own = acts(anchor)
+        first = deck.draw(lambda a: a in own)
+        second = deck.draw(lambda a: a in own and a != first) if first else None
+        if first is None or second is None:
+            return None
+        return Person(anchor, first), Person(anchor, second)
+    partner = rng.choice([d for d in usable if d != anchor])
+    if kind == "portrait":
+        return Person(anchor, None), Person(partner, None)
+    if kind == "identity":
+        shared = acts(anchor) & acts(partner)
+        activity = deck.draw(lambda a: a in shared)
+        return None if activity is None else (Person(anchor, activity), Person(partner, activity))
+    own, other = acts(anchor), acts(partner)
+    first = deck.draw(lambda a: a in own)
+    second = deck.draw(lambda a: a in other and a != first) if first else None
+    if first is None or second is None:
+        return None
+    return Person(anchor, first), Person(partner, second)
+
+
+class IndividualImages:
+    """Encoded individual images of a built ``vignette`` dataset, read on demand.
+
+    A local builder folder is read straight from its parquet shards: the builder writes one image per
+    row group, so one image costs one row-group read and nothing else is held but an id -> (file,
+    row group) index. A Hub id is loaded through ``datasets`` (memory-mapped Arrow) and indexed by row.
+    Decoded images live in an LRU cache of ``cache_size`` entries, already scaled to half a pair.
+    """
+
+    def __init__(self, location: str, cache_size: int = 256, half_size: tuple[int, int] = (336, 336)) -> None:
+        self.location = location
+        self.half_size = half_size
+        self.cache_size = cache_size
+        self._cache: OrderedDict[str, Any] = OrderedDict()
+        self._lock = threading.Lock()
+        self._files: list[Any] = []
+        self._index: dict[str, tuple[int, int]] = {}
+        self._rows = None
+        folder = Path(location)
+        if folder.is_dir():
+            import pyarrow.parquet as pq
+
+            shards = sorted((folder / "data").glob("test-*.parquet"))
+            if not shards:
+                from lm_eval_bias.data import DataSourceError
+
+                raise DataSourceError(f"{folder / 'data'}: no test-*.parquet shards of the vignette images")
+            for f, shard in enumerate(shards):
+                handle = pq.ParquetFile(shard)
+                self._files.append(handle)
+                offset = 0
+                for rg in range(handle.num_row_groups):
+                    ids = handle.read_row_group(rg, columns=["image_id"]).column(0).to_pylist()
+                    for k, image_id in enumerate(ids):
+                        self._index[image_id] = (f, rg if len(ids) == 1 else -(offset + k) - 1)
+                    offset += len(ids)
+        else:
+            from lm_eval_bias import data
+
+            self._rows = data.load_location(location)
+            self._index = {image_id: (-1, k) for k, image_id in enumerate(self._rows["image_id"])}
+
+    def __contains__(self, image_id: str) -> bool:
+        return image_id in self._index
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def encoded(self, image_id: str) -> bytes:
+        try:
+            f, where = self._index[image_id]
+        except KeyError:
+            from lm_eval_bias.data import DataSourceError
+
+            raise DataSourceError(f"{self.location}: no vignette image {image_id!r}") from None
+        if f < 0:
+            return self._rows[where]["image"]["bytes"]
+        handle = self._files[f]
+        if where >= 0:
+            return handle.read_row_group(where, columns=["image"]).column(0)[0].as_py()["bytes"]
+        row = -where - 1  # shard written with several rows per row group (not by our builder)
+        return handle.read(columns=["image"]).column(0)[row].as_py()["bytes"]
+
+    def half(self, image_id: str):
+        """The image decoded, RGB, scaled to ``half_size`` (cached)."""
+        with self._lock:
+            image = self._cache.get(image_id)
+            if image is not None:
+                self._cache.move_to_end(image_id)
+                return image
+        from PIL import Image
+
+        with Image.open(io.BytesIO(self.encoded(image_id))) as opened:
+            opened.draft("RGB", self.half_size)  # JPEG: decode at reduced scale
+            image = scale_to_height(opened.convert("RGB"), self.half_size[1])
+        with self._lock:
+            self._cache[image_id] = image
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+        return image
+
+
+def scale_to_height(image, height: int):
+    from PIL import Image
+
+    if image.height == height:
+        return image
+    width = max(1, round(image.width * height / image.height))
+    return image.resize((width, height), Image.Resampling.BICUBIC)
+
+
+def compose_pair(left, right, size: tuple[int, int] = PAIR_SIZE):
+    """Two images side by side at a common height, resized to ``size`` (upstream: 672x336)."""
+    from PIL import Image
+
+    height = size[1]
+    left, right = scale_to_height(left, height), scale_to_height(right, height)
+    canvas = Image.new("RGB", (left.width + right.width, height))
+    canvas.paste(left, (0, 0))
+    canvas.paste(right, (left.width, 0))
+    if canvas.size != tuple(size):
+        canvas = canvas.resize(tuple(size), Image.Resampling.BICUBIC)
+    return canvas
