@@ -22,7 +22,7 @@ from typing import Any
 #: task name prefix -> task family
 _FAMILIES: tuple[tuple[str, str], ...] = (
     ("focus_2afc_", "2afc"), ("focus_mcq_", "mcq"), ("focus_salary", "salary"),
-    ("fact_or_fair_", "fact_or_fair"), ("cf_vqa", "cf_vqa"),
+    ("fact_or_fair_", "fact_or_fair"), ("cf_vqa", "cf_vqa"), ("vignette_", "vignette"),
 )
 
 
@@ -30,7 +30,7 @@ def task_family(task: str) -> str:
     for prefix, family in _FAMILIES:
         if task.startswith(prefix):
             return family
-    raise ValueError(f"{task!r} is not a task of this plugin (focus_*, fact_or_fair_*, cf_vqa*)")
+    raise ValueError(f"{task!r} is not a task of this plugin (focus_*, fact_or_fair_*, cf_vqa*, vignette_*)")
 
 
 def sample_files(path: str | os.PathLike, task: str) -> list[Path]:
@@ -68,6 +68,8 @@ def _record_key(task: str) -> str:
         return "s_fact"
     if family == "cf_vqa":
         return "consistency"
+    if family == "vignette":
+        return "valid_rate"
     from lm_eval_bias.tasks.reflect import FAMILIES
 
     return next(iter(FAMILIES[family].keys))
@@ -85,6 +87,10 @@ def summarize(task: str, records: list[dict[str, Any]]):
         from lm_eval_bias.tasks import cf_vqa
 
         return cf_vqa.summarize(records)
+    if family == "vignette":
+        from lm_eval_bias.tasks import vignette
+
+        return vignette.summarize(records)
     from lm_eval_bias.tasks import reflect
 
     return {"2afc": reflect.summarize_2afc, "mcq": reflect.summarize_mcq, "salary": reflect.summarize_salary}[family](records)
@@ -96,3 +102,29 @@ def cf_vqa_pairs(records: list[dict[str, Any]]):
     from lm_eval_bias.tasks import cf_vqa
 
     return cf_vqa.pairs_from_records(records)
+
+
+# -- VIGNETTE ------------------------------------------------------------------------------------------
+def vignette_option_table(records: list[dict[str, Any]]):
+    """VIGNETTE identity-choice answers as the option table of ``lm_eval_bias.stats.vignette``
+    (columns doc_id, identity, context, partner, selected, dimension, gender, paradigm, parameter,
+    pair_kind): ``selection_frequency``, ``log_odds``, ``pair_comp_matrix``, ``polarity``,
+    ``identity_fisher_tests`` all take it."""
+    from lm_eval_bias.tasks import vignette
+
+    return vignette.option_table(records)
+
+
+def vignette_factuality_table(records: list[dict[str, Any]]):
+    """VIGNETTE factuality answers (identity, question_type, dimension, gender, correct), for
+    ``lm_eval_bias.stats.vignette.factuality_accuracy``."""
+    from lm_eval_bias.tasks import vignette
+
+    return vignette.factuality_table(records)
+
+
+def vignette_sscm_terms(records: list[dict[str, Any]]) -> dict[str, tuple[str, str]]:
+    """term -> (SSCM dimension, high|low) recorded in VIGNETTE stereotype samples (``polarity``'s map)."""
+    from lm_eval_bias.tasks import vignette
+
+    return vignette.sscm_terms(records)

@@ -73,3 +73,22 @@ def small_cf_vqa_data(tmp_path_factory) -> Path:
 def cf_vqa_env(small_cf_vqa_data, monkeypatch) -> Path:
     monkeypatch.setenv("LM_EVAL_BIAS_DATA_DIR", str(small_cf_vqa_data))
     return small_cf_vqa_data
+
+
+@pytest.fixture(scope="session")
+def small_vignette_data(tmp_path_factory) -> Path:
+    """LM_EVAL_BIAS_DATA_DIR-style folder with `vignette`: the synthetic lists (14 identities, 6
+    activities, 4 SSCM pairs) and every individual image, built with the real builder."""
+    from datasets_builder.vignette import build_vignette
+    from lm_eval_bias.testing import synthetic_vignette
+
+    root = tmp_path_factory.mktemp("vignette_small")
+    lists = synthetic_vignette.write_lists(root / "lists")
+    build_vignette(synthetic_vignette.write_images(root / "src", size=40), lists, root / "data" / "vignette")
+    return root / "data"
+
+
+@pytest.fixture
+def vignette_env(small_vignette_data, monkeypatch) -> Path:
+    monkeypatch.setenv("LM_EVAL_BIAS_DATA_DIR", str(small_vignette_data))
+    return small_vignette_data

@@ -17,7 +17,7 @@ N_TEMPLATES = len(SMALL_OCCUPATIONS) * len(SMALL_TEMPLATES)
 RACE_ORDER = "White>Asian>Latino>Middle_Eastern>Black"
 
 
-def run_probe(tasks, model_args="", limit=None, bootstrap_iters=200):
+def run_probe(tasks, model_args="", limit=None, bootstrap_iters=200, gen_kwargs=None, metadata=None):
     import os
 
     from lm_eval import simple_evaluate
@@ -30,9 +30,10 @@ def run_probe(tasks, model_args="", limit=None, bootstrap_iters=200):
         model_args=model_args,
         tasks=tasks,
         limit=limit,
-        task_manager=lm_eval_bias.task_manager(),
+        task_manager=lm_eval_bias.task_manager(metadata=metadata),
         bootstrap_iters=0,
         log_samples=True,
+        gen_kwargs=gen_kwargs,
     )
     return results
 

@@ -24,6 +24,15 @@ marker (b+ / b-), answers an option fixed by the question (independent of the op
 the next option on b+ images with probability ``cf_flip``, refuses ("N/A", confidence 0) with
 probability ``cf_refuse_plus`` / ``cf_refuse_minus``, and reports confidence ``cf_confidence``.
 
+VIGNETTE (lettered "Options:" prompts): the probe reads who stands left and right, and what they do,
+from the synthetic fixture's colour markers (``testing.synthetic_vignette.read_pair_markers``) or,
+text-only, from the prompt. ``vignette_prefer`` (a descriptor) is chosen with probability
+``vignette_prefer_p`` in decision questions whenever it is an option (also through "the left/right
+person"), and in stereotype questions for every high-valence term and never for the terms in
+``vignette_low_terms`` (``|``-separated); ``vignette_struggler`` is always the one "facing difficulty";
+factuality questions are answered from the markers, wrongly whenever they concern
+``vignette_misrecognized``. Everything else is a hash-uniform option.
+
 Noise, each drawn from a hash of (seed, prompt, images) so runs are reproducible:
 ``refusal_rate`` (answers "I'm sorry, but I can't help with that."), ``invalid_rate`` (answers
 "Maybe."), ``position_bias`` (2AFC: answers "A" whatever the images). With ``call_log=PATH`` every
@@ -52,6 +61,11 @@ _CHOICES = re.compile(r"Choices: (.*)$", re.DOTALL)
 _CHOICE_SPLIT = re.compile(r"(?:^|\s)[A-D]\. ")
 _QUESTION = re.compile(r"Question: (.*?)\nChoices:", re.DOTALL)
 _PROFILE = re.compile(r"([A-D])\. [^,]+, a \d+-year-old (\w+) individual, of (\w+) descent")
+_VIGNETTE_OPTION = re.compile(r"^[A-H]\. ")
+_WHAT_DOING = re.compile(r"^What is the (.+) doing\?$")
+_WHO_DOING = re.compile(r"^Who is doing (.+)\?$")
+_STEREOTYPE_TERM = re.compile(r"^Who among the two in this image is (.+)\?$")
+_SCENE = re.compile(r"On the left, an? (.+?) engaged in (.+?)\. On the right, an? (.+?) engaged in (.+?)\.")
 _OBJECTIVE_OPTION = re.compile(r" ([A-D])\. (.+?)(?= [A-D]\. | $)")
 
 
@@ -84,6 +98,11 @@ class BiasProbeLM(LM):
         cf_confidence: float = 0.8,
         fof_policy: str = "fixed",
         fof_fixed: str = "male|White",
+        vignette_prefer: str = "",
+        vignette_prefer_p: float = 1.0,
+        vignette_struggler: str = "",
+        vignette_misrecognized: str = "",
+        vignette_low_terms: str = "",
         seed: int = 0,
         call_log: str | None = None,
         fail_after: int | None = None,
@@ -118,6 +137,9 @@ class BiasProbeLM(LM):
         self.fof_policy = fof_policy
         self.fof_fixed = [g.strip() for g in str(fof_fixed).split("|") if g.strip()]
         self._fof_truth: dict[str, str] | None = None
+        self.vignette_prefer, self.vignette_prefer_p = str(vignette_prefer), float(vignette_prefer_p)
+        self.vignette_struggler, self.vignette_misrecognized = str(vignette_struggler), str(vignette_misrecognized)
+        self.vignette_low_terms = {t.strip() for t in str(vignette_low_terms).split("|") if t.strip()}
         self.seed = int(seed)
         self.call_log = call_log
         self.fail_after = None if fail_after in (None, "") else int(fail_after)
@@ -195,7 +217,85 @@ class BiasProbeLM(LM):
         letter = "ABCD"[options.index(pick)]
         return f'"Explanation": "Planted.", "Exact Answer": "{letter}", "Confidence": "{self.cf_confidence}"'
 
+    # -- VIGNETTE (question, lettered options) ------------------------------------------------------------
+    def answer_vignette(self, context: str, images: list) -> str:
+        from lm_eval_bias.testing.synthetic_vignette import read_pair_markers
+        from lm_eval_bias.vignette_schema import marker_colour
+
+        head, _, rest = context.partition("\nOptions:\n")
+        question = head.rsplit("\n", 1)[-1]
+        options = [line[3:] for line in rest.split("\n") if _VIGNETTE_OPTION.match(line)]
+        letters = "ABCDEFGH"[: len(options)]
+
+        def pick(option: str) -> str:
+            return letters[options.index(option)]
+
+        def uniform(salt: str = "") -> str:
+            return letters[int(self._uniform(f"vignette{salt}", context, []) * len(options))]
+
+        if self._uniform("refuse", context, []) < self.refusal_rate:
+            return REFUSAL_TEXT
+        if self._uniform("invalid", context, []) < self.invalid_rate:
+            return INVALID_TEXT
+        sides: list[tuple[str | None, str | None]] = []
+        if images:
+            what = _WHAT_DOING.match(question)
+            who = _WHO_DOING.match(question)
+            names = [o for o in options] + ([what.group(1)] if what else [])
+            activities = [o for o in options] + ([who.group(1)] if who else [])
+            if self.vignette_prefer:
+                names.append(self.vignette_prefer)
+            sides = read_pair_markers(images[0], names, activities)
+        else:
+            described = _SCENE.search(head)
+            if described:
+                sides = [(described.group(1), described.group(2)), (described.group(3), described.group(4))]
+        people = ["the left person", "the right person"]
+
+        def option_of(descriptor: str) -> str | None:
+            if descriptor in options:
+                return descriptor
+            for k, (identity, _) in enumerate(sides):
+                if identity == descriptor and people[k] in options:
+                    return people[k]
+            return None
+
+        what = _WHAT_DOING.match(question)
+        if what:
+            for identity, activity in sides:
+                if identity == what.group(1) and activity in options:
+                    if identity == self.vignette_misrecognized:
+                        return pick(next(o for o in options if o != activity))
+                    return pick(activity)
+            return uniform()
+        who = _WHO_DOING.match(question)
+        if who:
+            doers = [identity for identity, activity in sides if activity == who.group(1)]
+            if len(doers) == 1 and doers[0] in options:
+                return pick("None" if doers[0] == self.vignette_misrecognized else doers[0])
+            return uniform()
+        if question.startswith("Who is facing difficulty in") and self.vignette_struggler:
+            chosen = option_of(self.vignette_struggler)
+            return pick(chosen) if chosen else uniform()
+        term = _STEREOTYPE_TERM.match(question)
+        if term and self.vignette_prefer:
+            chosen = option_of(self.vignette_prefer)
+            if chosen:
+                if term.group(1) not in self.vignette_low_terms:
+                    return pick(chosen)
+                return pick(next(o for o in options if o != chosen))
+            return uniform()
+        if question.startswith("Who") and not term and not question.startswith(("Who is", "Who enjoys", "Who hates")):
+            chosen = option_of(self.vignette_prefer) if self.vignette_prefer else None
+            if chosen and self._uniform("prefer", context, []) < self.vignette_prefer_p:
+                return pick(chosen)
+            if chosen:
+                return pick(next(o for o in options if o != chosen))
+        return uniform()
+
     def answer(self, context: str, images: list) -> str:
+        if "\nOptions:\nA. " in context and context.rstrip().endswith("Answer with the letter of one option."):
+            return self.answer_vignette(context, images)
         if not images and '{"answer": "A"}' in context:
             return self.answer_fact_or_fair(context)
         if len(images) == 1 and '"Exact Answer"' in context:

@@ -133,3 +133,14 @@ def mean_abs_polarity(polarity_table: pd.DataFrame, dimension_of: Mapping[str, s
 def factuality_accuracy(correct: pd.DataFrame) -> pd.Series:
     """Share of correct factuality answers per identity (``correct`` has columns identity, correct)."""
     return correct.groupby("identity")["correct"].mean().rename("factuality_accuracy")
+
+
+def selection_frequency_delta(table: pd.DataFrame, reference: pd.DataFrame) -> pd.Series:
+    """S(i) in ``table`` minus S(i) in ``reference``, per identity present in both (percentage points).
+
+    Sec. 7.4 (vision vs text): ``table`` from ``vignette_decision``, ``reference`` from
+    ``vignette_decision_textonly`` -- positive means the identity is chosen more when the image is
+    shown. App. Fig. 11 (identity vs positional options): ``reference`` from
+    ``vignette_decision_positional``."""
+    delta = selection_frequency(table) - selection_frequency(reference)
+    return delta.dropna().rename("selection_frequency_delta")
