@@ -36,6 +36,9 @@ from lm_eval_bias.vignette_schema import (
 )
 
 DEFAULT_MAX_IMAGE_PIXELS = 40_000_000
+#: Images per parquet shard: each image is its own row group, and a shard's footer lists every row
+#: group, so small shards keep the footer a task parses to read one image small (~1.5 MB).
+SHARD_ROWS = 1000
 IMAGE_COLUMNS = {
     "image": "the individual image (original bytes)",
     "image_id": "`<gender>/<descriptor-slug>[_<activity-slug>]`",
@@ -203,6 +206,7 @@ def build_vignette(source: str | os.PathLike, lists_dir: str | os.PathLike, outp
     with tempfile.TemporaryDirectory(prefix=".vignette-arrow-", dir=Path(output).absolute().parent) as cache:
         images = datasets.Dataset.from_generator(generate, features=features, cache_dir=cache)
         configs = {"default": (images, features), **_list_configs(lists, rows)}
-        out = write_hub_dataset_configs(output, configs, card, overwrite=overwrite, rows_per_row_group={"default": 1})
+        out = write_hub_dataset_configs(output, configs, card, overwrite=overwrite, rows_per_row_group={"default": 1},
+                                        max_shard_rows={"default": SHARD_ROWS})
         del images
     return VignetteBuildSummary(out, len(rows), n_portraits, len(identities_used), len(activities_used), tuple(lists.notes))

@@ -172,43 +172,47 @@ class IndividualImages:
     """Encoded individual images of a built ``vignette`` dataset, read on demand.
 
     A local builder folder is read straight from its parquet shards: the builder writes one image per
-    row group, so one image costs one row-group read and nothing else is held but an id -> (file,
-    row group) index. A Hub id is loaded through ``datasets`` (memory-mapped Arrow) and indexed by row.
-    Decoded images live in an LRU cache of ``cache_size`` entries, already scaled to half a pair.
+    row group and at most 1,000 images per shard, so one image costs one row-group read; only an id ->
+    (shard, row group) index and a few open shards (their footers) are held. A Hub id is loaded through
+    ``datasets`` (memory-mapped Arrow) and indexed by row. Decoded images live in an LRU cache of
+    ``cache_size`` entries, already scaled to half a pair.
     """
 
-    def __init__(self, location: str, cache_size: int = 256, half_size: tuple[int, int] = (336, 336)) -> None:
+    def __init__(self, location: str, cache_size: int = 256, half_size: tuple[int, int] = (336, 336),
+                 open_shards: int = 4) -> None:
         self.location = location
         self.half_size = half_size
         self.cache_size = cache_size
+        self.open_shards = open_shards
         self._cache: OrderedDict[str, Any] = OrderedDict()
+        self._handles: OrderedDict[int, Any] = OrderedDict()
         self._lock = threading.Lock()
-        self._files: list[Any] = []
-        self._index: dict[str, tuple[int, int]] = {}
+        self._shards: list[Path] = []
+        self._index: dict[str, tuple[int, int, int]] = {}  # id -> (shard, row group, row in group)
         self._rows = None
         folder = Path(location)
         if folder.is_dir():
             import pyarrow.parquet as pq
 
-            shards = sorted((folder / "data").glob("test-*.parquet"))
-            if not shards:
+            self._shards = sorted((folder / "data").glob("test-*.parquet"))
+            if not self._shards:
                 from lm_eval_bias.data import DataSourceError
 
                 raise DataSourceError(f"{folder / 'data'}: no test-*.parquet shards of the vignette images")
-            for f, shard in enumerate(shards):
+            for f, shard in enumerate(self._shards):
                 handle = pq.ParquetFile(shard)
-                self._files.append(handle)
-                offset = 0
+                ids = handle.read(columns=["image_id"]).column(0).to_pylist()
+                k = 0
                 for rg in range(handle.num_row_groups):
-                    ids = handle.read_row_group(rg, columns=["image_id"]).column(0).to_pylist()
-                    for k, image_id in enumerate(ids):
-                        self._index[image_id] = (f, rg if len(ids) == 1 else -(offset + k) - 1)
-                    offset += len(ids)
+                    for row in range(handle.metadata.row_group(rg).num_rows):
+                        self._index[ids[k]] = (f, rg, row)
+                        k += 1
+                del handle
         else:
             from lm_eval_bias import data
 
             self._rows = data.load_location(location)
-            self._index = {image_id: (-1, k) for k, image_id in enumerate(self._rows["image_id"])}
+            self._index = {image_id: (-1, k, 0) for k, image_id in enumerate(self._rows["image_id"])}
 
     def __contains__(self, image_id: str) -> bool:
         return image_id in self._index
@@ -216,20 +220,29 @@ class IndividualImages:
     def __len__(self) -> int:
         return len(self._index)
 
+    def _handle(self, f: int):
+        import pyarrow.parquet as pq
+
+        with self._lock:
+            handle = self._handles.get(f)
+            if handle is None:
+                handle = self._handles[f] = pq.ParquetFile(self._shards[f])
+                while len(self._handles) > self.open_shards:
+                    self._handles.popitem(last=False)
+            else:
+                self._handles.move_to_end(f)
+            return handle
+
     def encoded(self, image_id: str) -> bytes:
         try:
-            f, where = self._index[image_id]
+            f, rg, row = self._index[image_id]
         except KeyError:
             from lm_eval_bias.data import DataSourceError
 
             raise DataSourceError(f"{self.location}: no vignette image {image_id!r}") from None
         if f < 0:
-            return self._rows[where]["image"]["bytes"]
-        handle = self._files[f]
-        if where >= 0:
-            return handle.read_row_group(where, columns=["image"]).column(0)[0].as_py()["bytes"]
-        row = -where - 1  # shard written with several rows per row group (not by our builder)
-        return handle.read(columns=["image"]).column(0)[row].as_py()["bytes"]
+            return self._rows[rg]["image"]["bytes"]
+        return self._handle(f).read_row_group(rg, columns=["image"]).column(0)[row].as_py()["bytes"]
 
     def half(self, image_id: str):
         """The image decoded, RGB, scaled to ``half_size`` (cached)."""
@@ -256,7 +269,7 @@ def scale_to_height(image, height: int):
     if image.height == height:
         return image
     width = max(1, round(image.width * height / image.height))
-    return image.resize((width, height), Image.Resampling.BICUBIC)
+    return image.resize((width, height), Image.Resampling.BICUBIC, reducing_gap=3.0)
 
 
 def compose_pair(left, right, size: tuple[int, int] = PAIR_SIZE):

@@ -84,6 +84,20 @@ def test_builder_stores_individual_images_one_per_row_group(tmp_path):
     assert store.encoded("female/old-woman") == (src / "female" / "old-woman.png").read_bytes()
 
 
+def test_many_shards_are_indexed_and_read_one_image_at_a_time(tmp_path, monkeypatch):
+    import datasets_builder.vignette as builder
+
+    monkeypatch.setattr(builder, "SHARD_ROWS", 10)
+    lists, src = _source(tmp_path)
+    build_vignette(src, lists, tmp_path / "out")
+    assert len(list((tmp_path / "out" / "data").glob("test-*.parquet"))) == 10
+    store = IndividualImages(str(tmp_path / "out"), open_shards=2)
+    for path in sorted(src.glob("*/*.png")):
+        key = f"{path.parent.name}/{path.stem}"
+        assert store.encoded(key) == path.read_bytes()
+    assert len(store._handles) == 2
+
+
 @pytest.mark.parametrize("make,needle", [
     (lambda s: (s / "male" / "tall-man_cooking.png").write_bytes(sv.individual_image("tall man", "Cooking", 20)),
      "unknown descriptor"),
