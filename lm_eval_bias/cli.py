@@ -9,6 +9,7 @@
 - ``lm-eval-bias build <dataset> ...`` runs a dataset builder (``build --help`` lists them).
 - ``lm-eval-bias score fact-or-fair-t2i --labels FILE`` scores text-to-image generations from
   face-attribute labels with the FACT-OR-FAIR metrics.
+- ``lm-eval-bias report RUN_DIR ... --output DIR`` writes HTML bias cards, figures, tables and a leaderboard.
 - ``lm-eval-bias demo`` builds a small synthetic FOCUS set and runs REFLECT on the planted-bias
   ``bias-probe`` model, offline.
 
@@ -116,6 +117,25 @@ def _skip_builtin_task_index() -> None:
     TaskManager.__init__ = init
 
 
+def _report_main(argv: list[str]) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="lm-eval-bias report",
+                                     description="HTML bias cards, figures, tables and a leaderboard from lm-eval output folders.")
+    parser.add_argument("runs", nargs="+", help="lm-eval --output_path folders (results JSON + --log_samples files)")
+    parser.add_argument("--output", required=True, help="report folder (index.html, figures/, tables/, leaderboard.*)")
+    args = parser.parse_args(argv)
+    from lm_eval_bias.report import build_report
+
+    try:
+        index = build_report(args.runs, args.output)
+    except FileNotFoundError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {index}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["tasks-dir"]:
@@ -127,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
         from lm_eval_bias.t2i_scoring import main as t2i_main
 
         return t2i_main(argv[2:])
+    if argv[:1] == ["report"]:
+        return _report_main(argv[1:])
     if argv[:1] == ["demo"]:
         from lm_eval_bias.demo import main as demo_main
 

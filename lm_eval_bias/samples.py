@@ -128,3 +128,37 @@ def vignette_sscm_terms(records: list[dict[str, Any]]) -> dict[str, tuple[str, s
     from lm_eval_bias.tasks import vignette
 
     return vignette.sscm_terms(records)
+
+
+# -- result keys from records (merged shards, reports) ----------------------------------------------------
+def aggregation_family(task: str):
+    """The :class:`~lm_eval_bias.tasks.aggregation.AggregationFamily` behind ``task``'s result keys."""
+    family = task_family(task)
+    if family == "fact_or_fair":
+        from lm_eval_bias.tasks import fact_or_fair
+
+        rest = task[len("fact_or_fair_"):]
+        if rest.startswith("objective_"):
+            return fact_or_fair.FAMILIES["objective"]
+        context = rest[len("subjective_"):].rsplit("_", 1)[0]
+        return fact_or_fair.FAMILIES[f"subjective_{context}"]
+    if family == "cf_vqa":
+        from lm_eval_bias.tasks import cf_vqa
+
+        prompt = task[len("cf_vqa_"):] if task != "cf_vqa" else "baseline"
+        return cf_vqa.FAMILIES[prompt]
+    if family == "vignette":
+        from lm_eval_bias.tasks import vignette
+
+        return vignette.FAMILIES[task[len("vignette_"):]]
+    from lm_eval_bias.tasks import reflect
+
+    return reflect.FAMILIES[family]
+
+
+def result_values(task: str, records: list[dict[str, Any]], summary: Any = None) -> dict[str, float]:
+    """Every result key of ``task`` computed from its records, exactly as the task's aggregations do
+    (so the logged samples of several shards give the numbers of one unsharded run)."""
+    family = aggregation_family(task)
+    summary = summarize(task, records) if summary is None else summary
+    return {key: float(reader(summary)) for key, reader in family.keys.items()}

@@ -279,3 +279,24 @@ def twoafc_summary(calls: Sequence[TwoAFCCall], n_boot: int = 1000, seed: int = 
     loto = template_loto(table.counts, twoafc_metrics, estimates, LOTO_EFFECTS)
     return TwoAFCSummary(estimates, stderr, ci_low, ci_high, win_rate_matrix(totals["wins"]), totals["wins"],
                          len(table.templates), loto, n_boot, seed)
+
+
+def cross_model_spearman(win_matrices: Mapping[str, np.ndarray]) -> "pd.DataFrame":
+    """REFLECT Table 5: Spearman's rho between models over the 45 upper-triangle cells (i < j) of their
+    10x10 win-rate matrices, using the cells defined (not NaN) in both models of each pair.
+
+    Returns a models x models DataFrame (diagonal 1; NaN where fewer than 3 common cells or a
+    constant vector)."""
+    import pandas as pd
+    from scipy.stats import spearmanr
+
+    names = list(win_matrices)
+    upper = {n: np.asarray(win_matrices[n], dtype=np.float64)[np.triu_indices(np.asarray(win_matrices[n]).shape[0], k=1)]
+             for n in names}
+    out = pd.DataFrame(np.nan, index=names, columns=names)
+    for a in names:
+        for b in names:
+            both = ~np.isnan(upper[a]) & ~np.isnan(upper[b])
+            if both.sum() >= 3 and np.ptp(upper[a][both]) > 0 and np.ptp(upper[b][both]) > 0:
+                out.loc[a, b] = float(spearmanr(upper[a][both], upper[b][both]).statistic)
+    return out
