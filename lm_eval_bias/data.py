@@ -15,6 +15,7 @@ from __future__ import annotations
 import io
 import os
 import threading
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -123,18 +124,66 @@ def require_columns(ds, columns: tuple[str, ...], name: str) -> None:
         raise DataSourceError(f"dataset {name!r} lacks columns {missing}; has {ds.column_names}")
 
 
-class ImageStore:
-    """Encoded images by id, decoded on first use and shared afterwards.
+#: How many decoded photos a store keeps (LRU); override with LM_EVAL_BIAS_DECODED_IMAGES.
+DECODED_IMAGES_ENV = "LM_EVAL_BIAS_DECODED_IMAGES"
+DEFAULT_DECODED_IMAGES = 64
 
-    Decoded images are RGB and kept for the life of the store (lm-eval holds every request's images
-    until the run ends anyway), so each distinct photo is decoded exactly once per process.
+
+def _pooled_image_class():
+    """:class:`PIL.Image.Image` subclass whose pixels live in its store's bounded cache.
+
+    lm-eval keeps every request's images alive until the run ends, so decoded photos handed to it
+    would all stay in memory (480 FOCUS photos at 1024 px: 1.4 GB). A pooled image is a normal RGB
+    PIL image to every reader (``getpixel``, ``convert``, ``np.asarray``, ``save``, processors): its
+    pixel core is fetched from the store on access and re-decoded from the original bytes when it
+    was evicted. It is read-only; operations return ordinary images.
+    """
+    from PIL import Image
+
+    class PooledImage(Image.Image):
+        def __init__(self, store: "ImageStore", image_id: str, size: tuple[int, int]) -> None:
+            self._pool = (store, image_id)
+            super().__init__()
+            self._mode = "RGB"
+            self._size = size
+            self.readonly = 1
+
+        @property
+        def _im(self):  # type: ignore[override]
+            store, image_id = self._pool
+            return store.core(image_id)
+
+        @_im.setter
+        def _im(self, value) -> None:  # Image.__init__ assigns None; pixels always come from the pool
+            pass
+
+        def __reduce__(self):
+            return (Image.frombytes, ("RGB", self.size, self.tobytes()))
+
+    return PooledImage
+
+
+_POOLED = None
+
+
+class ImageStore:
+    """Encoded images by id, handed out as shared, lazily decoded RGB images.
+
+    ``get`` returns the same :func:`pooled <_pooled_image_class>` image object for an id on every
+    call; its pixels are decoded on first access and kept in an LRU cache of ``max_decoded`` photos
+    (default 64, env ``LM_EVAL_BIAS_DECODED_IMAGES``), so memory stays bounded however many docs
+    show them. Docs are ordered so that consecutive requests reuse the same few photos.
     """
 
-    def __init__(self, encoded: dict[str, bytes], source: str = "") -> None:
+    def __init__(self, encoded: dict[str, bytes], source: str = "", max_decoded: int | None = None) -> None:
         self._encoded = encoded
-        self._decoded: dict[str, Any] = {}
-        self._lock = threading.Lock()
+        self._images: dict[str, Any] = {}
+        self._decoded: "OrderedDict[str, Any]" = OrderedDict()
+        self._lock = threading.RLock()
         self.source = source
+        self.max_decoded = int(max_decoded if max_decoded is not None
+                               else os.environ.get(DECODED_IMAGES_ENV, DEFAULT_DECODED_IMAGES))
+        self.decodes = 0
 
     @classmethod
     def from_dataset(cls, ds, id_column: str = "image_id", image_column: str = "image", source: str = ""):
@@ -159,23 +208,45 @@ class ImageStore:
     def __len__(self) -> int:
         return len(self._encoded)
 
+    def _bytes(self, image_id: str) -> bytes:
+        try:
+            return self._encoded[image_id]
+        except KeyError:
+            raise DataSourceError(f"{self.source}: no image with id {image_id!r}") from None
+
+    def core(self, image_id: str):
+        """The decoded RGB pixel core of ``image_id`` (LRU-cached)."""
+        from PIL import Image
+
+        with self._lock:
+            core = self._decoded.get(image_id)
+            if core is not None:
+                self._decoded.move_to_end(image_id)
+                return core
+            with Image.open(io.BytesIO(self._bytes(image_id))) as opened:
+                core = opened.convert("RGB").im
+            self.decodes += 1
+            self._decoded[image_id] = core
+            while len(self._decoded) > max(1, self.max_decoded):
+                self._decoded.popitem(last=False)
+            return core
+
     def get(self, image_id: str):
-        """The decoded RGB PIL image ``image_id`` (the same object on every call)."""
-        image = self._decoded.get(image_id)
+        """The RGB image ``image_id`` (the same object on every call; pixels decoded on demand)."""
+        global _POOLED
+        image = self._images.get(image_id)
         if image is not None:
             return image
         from PIL import Image
 
         with self._lock:
-            image = self._decoded.get(image_id)
+            image = self._images.get(image_id)
             if image is None:
-                try:
-                    data = self._encoded[image_id]
-                except KeyError:
-                    raise DataSourceError(f"{self.source}: no image with id {image_id!r}") from None
-                with Image.open(io.BytesIO(data)) as opened:
-                    image = opened.convert("RGB")
-                self._decoded[image_id] = image
+                with Image.open(io.BytesIO(self._bytes(image_id))) as opened:
+                    size = opened.size  # header only
+                if _POOLED is None:
+                    _POOLED = _pooled_image_class()
+                image = self._images[image_id] = _POOLED(self, image_id, size)
         return image
 
 
