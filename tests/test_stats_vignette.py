@@ -82,3 +82,12 @@ def test_bad_tables_are_rejected():
         vg.selection_frequency(pd.DataFrame({"identity": ["X"]}))
     with pytest.raises(ValueError, match="0/1"):
         vg.selection_frequency(table([("d", "X", "a", "Y", 2)]))
+
+
+def test_selection_frequency_delta_by_hand():
+    # text-only: X always chosen against Y (cooking) -> S_text(X) = 100, S_text(Y) = 0
+    text = table([("t1", "X", "cooking", "Y", 1), ("t1", "Y", "cooking", "X", 0)])
+    delta = vg.selection_frequency_delta(table(ROWS), text)
+    assert delta["X"] == pytest.approx((200 / 3 + 0) / 2 - 100.0)
+    assert delta["Y"] == pytest.approx(75.0 - 0.0)
+    assert "Z" not in delta.index  # only identities present in both
