@@ -376,3 +376,22 @@ def test_noisy_preference_refusals_and_paper_sampling(vignette_env):
     config = sampled["configs"]["vignette_decision"]["generation_kwargs"]
     assert (config["temperature"], config["top_p"], config["max_gen_toks"], config["do_sample"]) == (0.7, 0.95, 200, True)
     assert json.loads(json.dumps(sampled["results"]["vignette_decision"]["valid_rate,none"])) == 1.0
+
+
+@pytest.mark.skipif(not UPSTREAM.is_dir(), reason="../shared/upstream/vignette not present")
+def test_builder_accepts_the_authors_lists_and_names(tmp_path):
+    from lm_eval_bias.vignette_schema import slug
+
+    lists = read_lists(UPSTREAM)
+    chosen = [i for i in lists.identities if i.gender == "male" and i.dimension == "physical_traits"][:3]
+    activities = [a for a in lists.activities if a.name in ("Cooking", "Smoking a cigar", "Playing chess")]
+    src = tmp_path / "src" / "male"
+    src.mkdir(parents=True)
+    for identity in chosen:
+        (src / f"{slug(identity.descriptor)}.png").write_bytes(sv.individual_image(identity.descriptor, None, 20))
+        for activity in activities:
+            (src / f"{slug(identity.descriptor)}_{slug(activity.name)}.png").write_bytes(
+                sv.individual_image(identity.descriptor, activity.name, 20))
+    summary = build_vignette(tmp_path / "src", UPSTREAM, tmp_path / "out")
+    assert (summary.n_images, summary.identities_with_images, summary.activities_with_images) == (12, 3, 3)
+    assert any("Smoking a cigar" in n for n in summary.notes)
