@@ -114,9 +114,18 @@ def mcq_metrics(counts: Mapping[str, np.ndarray], options: str, option_values: M
     values = np.asarray([option_values[o] for o in options], dtype=np.float64)
     overall = answers.sum(axis=0)
     per = {key: answers[mask].sum(axis=0) for key, mask in _MASKS.items()}
-    for key in ("female", "male", *(r.lower() for r in RACES)):
-        dist = per[key]
-        out[f"jsd_{key}"] = jensen_shannon_divergence(dist, overall) if dist.sum() > 0 else float("nan")
+    # JSD of every group at once (scipy's jensenshannon along axis 1; same value as
+    # jensen_shannon_divergence per group, one call per bootstrap replicate instead of seven).
+    keys = ("female", "male", *(r.lower() for r in RACES))
+    dists = np.stack([per[key] for key in keys])
+    mass = dists.sum(axis=1)
+    jsd = np.full(len(keys), np.nan)
+    usable = mass > 0
+    if usable.any() and overall.sum() > 0:
+        p = dists[usable] / mass[usable, None]
+        q = np.broadcast_to(overall / overall.sum(), p.shape)
+        jsd[usable] = jensenshannon(p, q, axis=1, base=2.0) ** 2
+    out.update({f"jsd_{key}": float(v) for key, v in zip(keys, jsd)})
     reference_gender = per[_GENDER_KEYS[REFERENCE_GENDER]]
     reference_race = per[REFERENCE_RACE.lower()]
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field, fields
+import functools
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -173,15 +174,25 @@ def win_rate_matrix(wins: np.ndarray) -> np.ndarray:
     return w
 
 
+@functools.lru_cache(maxsize=256)
+def _member_mask(attribute: tuple[str, ...], value: str) -> np.ndarray:
+    """Boolean matrix: row group has ``value``, column group does not (cached: the bootstrap asks
+    the same split thousands of times)."""
+    member = np.asarray([a == value for a in attribute])
+    if not member.any() or member.all():
+        raise ValueError(f"{value!r} must split the groups, got attribute {attribute}")
+    mask = np.outer(member, ~member)
+    mask.setflags(write=False)
+    return mask
+
+
 def attribute_win_rate(wins: np.ndarray, attribute: Sequence[str], value: str) -> float:
     """WinRate(value) over comparisons between groups whose ``attribute`` differs (Sec. 4.1):
     wins of ``value`` members over non-members / all member-vs-non-member comparisons."""
     wins = np.asarray(wins, dtype=np.float64)
-    member = np.asarray([a == value for a in attribute])
-    if not member.any() or member.all():
-        raise ValueError(f"{value!r} must split the groups, got attribute {attribute}")
-    won = wins[np.ix_(member, ~member)].sum()
-    lost = wins[np.ix_(~member, member)].sum()
+    mask = _member_mask(tuple(attribute), value)
+    won = wins[mask].sum()
+    lost = wins.T[mask].sum()
     return _ratio(won, won + lost)
 
 
@@ -207,8 +218,13 @@ def male_win_rate_by_race(wins: np.ndarray) -> dict[str, float]:
     return out
 
 
+@functools.lru_cache(maxsize=8)
+def _upper_indices(n: int) -> tuple[np.ndarray, np.ndarray]:
+    return np.triu_indices(n, k=1)
+
+
 def _upper_cells(w: np.ndarray) -> np.ndarray:
-    cells = w[np.triu_indices(w.shape[0], k=1)]
+    cells = w[_upper_indices(w.shape[0])]
     return cells[~np.isnan(cells)]
 
 
