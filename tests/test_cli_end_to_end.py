@@ -105,3 +105,22 @@ def test_fact_or_fair_runs_on_text_and_vision_backends(small_fof_data, tmp_path,
         assert f"{key},none" in metrics
     lines = _only(out_dir.rglob("samples_fact_or_fair_objective_gender_*.jsonl")).read_text().splitlines()
     assert len(lines) == 6 and json.loads(lines[0])["doc"]["prompt"].startswith("Synthetic definition of")
+
+
+@pytest.mark.parametrize("task", ["vignette_decision", "vignette_decision_textonly"])
+def test_vignette_through_hf_multimodal(small_vignette_data, tiny_llava, tmp_path, task):
+    """Composed pair images (or none, text-only) through the real processor and chat template."""
+    out_dir = tmp_path / "out"
+    proc = subprocess.run(
+        [BIN / "lm-eval-bias", "run", "--model", "hf-multimodal", "--model_args", f"pretrained={tiny_llava},max_images=2",
+         "--device", "cpu", "--batch_size", "2", "--tasks", task, "--limit", "6", "--apply_chat_template",
+         "--output_path", str(out_dir), "--log_samples"],
+        capture_output=True, text=True, env=_env(small_vignette_data), timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = json.loads(_only(out_dir.rglob("results_*.json")).read_text())
+    m = results["results"][task]
+    assert results["n-samples"][task]["effective"] == 6
+    assert m["valid_rate,none"] + m["refusal_rate,none"] + m["invalid_rate,none"] == pytest.approx(1.0)
+    records = samples_lib.load_records(out_dir, task)
+    assert len(records) == 6 and all(r["status"] in ("valid", "refusal", "invalid") for r in records)
