@@ -132,13 +132,17 @@ def _read_identities(folder: Path) -> list[Identity]:
     return out
 
 
-def _read_roles(path: Path) -> dict[str, dict]:
+def _read_json(path: Path, what: str):
     if not path.is_file():
-        raise ListError(path, "missing roles list")
+        raise ListError(path, f"missing {what}")
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise ListError(path, f"not valid JSON ({exc.msg})") from None
+
+
+def _read_roles(path: Path) -> dict[str, dict]:
+    raw = _read_json(path, "roles list")
     roles: dict[str, dict] = {}
     for category, entries in raw.items() if isinstance(raw, dict) else ():
         for k, entry in enumerate(entries):
@@ -159,12 +163,7 @@ def read_lists(folder: str | os.PathLike) -> VignetteLists:
     folder = Path(folder)
     identities = _read_identities(folder)
     path = folder / "activities.json"
-    if not path.is_file():
-        raise ListError(path, "missing activity list")
-    try:
-        categories = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ListError(path, f"not valid JSON ({exc.msg})") from None
+    categories = _read_json(path, "activity list")
     if not isinstance(categories, dict) or not categories:
         raise ListError(path, "expected {category: [activity, ...]}")
     roles = _read_roles(folder / "roles.json")
