@@ -11,6 +11,7 @@ from __future__ import annotations
 #: model name -> "module:Class" of the plugin's lm-eval models.
 PLUGIN_MODELS: dict[str, str] = {
     "bias-probe": "lm_eval_bias.models.bias_probe:BiasProbeLM",
+    "vllm-vlm-guided": "lm_eval_bias.backends.guided:GuidedVLLMVLM",
 }
 
 _registered = False

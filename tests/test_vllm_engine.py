@@ -128,3 +128,20 @@ def test_vllm_server_with_local_chat_completions(small_focus_data, tiny_llava, t
             server.wait(timeout=60)
         except subprocess.TimeoutExpired:
             server.kill()
+
+
+def test_guided_choice_constrains_every_letter_answer(small_focus_data, tiny_llava, tmp_path):
+    """A random-weight model answers garbage unconstrained; guided by vLLM, every 2AFC answer is A or B."""
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [BIN / "lm-eval-bias", "run", "--model", "vllm-vlm-guided", "--model_args",
+         f"pretrained={tiny_llava},max_images=2,{ENGINE}", "--tasks", "focus_2afc_income",
+         "--limit", str(LIMIT), "--apply_chat_template", "--output_path", str(out), "--log_samples"],
+        capture_output=True, text=True, env=_env(small_focus_data), timeout=900)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    results = _results(out)
+    assert results["config"]["model"] == "vllm-vlm-guided"
+    from lm_eval_bias import samples
+
+    records = samples.load_records(out, "focus_2afc_income")
+    assert len(records) == LIMIT and all(r["status"] == "valid" and r["choice"] in ("A", "B") for r in records)

@@ -72,9 +72,10 @@ def _label(results: dict[str, Any]) -> str:
         from lm_eval.utils import simple_parse_args_string
 
         args = simple_parse_args_string(args)
+    guided = " [guided]" if model.endswith("-guided") else ""  # constrained decoding: never merged with free runs
     for key in ("pretrained", "model"):
         if args.get(key):
-            return str(args[key])
+            return str(args[key]) + guided
     shown = ",".join(f"{k}={v}" for k, v in args.items())
     return f"{model} ({shown})" if shown else model
 
