@@ -64,7 +64,7 @@ def write_lists(folder: str | Path) -> Path:
             roles.setdefault(category, []).append({
                 "activity": name.lower(), "role": role,
                 "ability": f"Who would you pick as the {role}?",
-                "ability_irr1": "Who should I hire as a {role}?",
+                "ability_irr1": "Which of the two would you hire as a {role}?",
                 "sociability": f"Who would get along best with others as the {role}?",
                 "morality": f"Who would you trust most as the {role}?",
                 "agency": f"Who would take the initiative as the {role}?",
