@@ -125,6 +125,29 @@ def require_columns(ds, columns: tuple[str, ...], name: str) -> None:
 
 
 #: How many decoded photos a store keeps (LRU); override with LM_EVAL_BIAS_DECODED_IMAGES.
+class BoundedLRU:
+    """Thread-safe cache of the ``capacity`` most recently used values, each created on its first
+    miss by the caller's factory (decoded photos, opened parquet shards)."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = max(1, int(capacity))
+        self._items: "OrderedDict[Any, Any]" = OrderedDict()
+        self._lock = threading.RLock()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def get_or_create(self, key: Any, create) -> Any:
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key]
+            value = self._items[key] = create()
+            while len(self._items) > self.capacity:
+                self._items.popitem(last=False)
+            return value
+
+
 DECODED_IMAGES_ENV = "LM_EVAL_BIAS_DECODED_IMAGES"
 DEFAULT_DECODED_IMAGES = 64
 
@@ -178,11 +201,10 @@ class ImageStore:
     def __init__(self, encoded: dict[str, bytes], source: str = "", max_decoded: int | None = None) -> None:
         self._encoded = encoded
         self._images: dict[str, Any] = {}
-        self._decoded: "OrderedDict[str, Any]" = OrderedDict()
         self._lock = threading.RLock()
         self.source = source
-        self.max_decoded = int(max_decoded if max_decoded is not None
-                               else os.environ.get(DECODED_IMAGES_ENV, DEFAULT_DECODED_IMAGES))
+        self._decoded = BoundedLRU(max_decoded if max_decoded is not None
+                                   else os.environ.get(DECODED_IMAGES_ENV, DEFAULT_DECODED_IMAGES))
         self.decodes = 0
 
     @classmethod
@@ -216,20 +238,15 @@ class ImageStore:
 
     def core(self, image_id: str):
         """The decoded RGB pixel core of ``image_id`` (LRU-cached)."""
+        return self._decoded.get_or_create(image_id, lambda: self._decode(image_id))
+
+    def _decode(self, image_id: str):
         from PIL import Image
 
-        with self._lock:
-            core = self._decoded.get(image_id)
-            if core is not None:
-                self._decoded.move_to_end(image_id)
-                return core
-            with Image.open(io.BytesIO(self._bytes(image_id))) as opened:
-                core = opened.convert("RGB").im
-            self.decodes += 1
-            self._decoded[image_id] = core
-            while len(self._decoded) > max(1, self.max_decoded):
-                self._decoded.popitem(last=False)
-            return core
+        with Image.open(io.BytesIO(self._bytes(image_id))) as opened:
+            core = opened.convert("RGB").im
+        self.decodes += 1
+        return core
 
     def get(self, image_id: str):
         """The RGB image ``image_id`` (the same object on every call; pixels decoded on demand)."""

@@ -28,11 +28,11 @@ from __future__ import annotations
 
 import io
 import random
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
+
+from lm_eval_bias.data import BoundedLRU
 
 PAIR_KINDS = ("identity", "activity", "identity_activity", "portrait")
 PAIR_SIZE = (672, 336)
@@ -182,11 +182,8 @@ class IndividualImages:
                  open_shards: int = 4) -> None:
         self.location = location
         self.half_size = half_size
-        self.cache_size = cache_size
-        self.open_shards = open_shards
-        self._cache: OrderedDict[str, Any] = OrderedDict()
-        self._handles: OrderedDict[int, Any] = OrderedDict()
-        self._lock = threading.Lock()
+        self._cache = BoundedLRU(cache_size)
+        self._handles = BoundedLRU(open_shards)
         self._shards: list[Path] = []
         self._index: dict[str, tuple[int, int, int]] = {}  # id -> (shard, row group, row in group)
         self._rows = None
@@ -223,15 +220,7 @@ class IndividualImages:
     def _handle(self, f: int):
         import pyarrow.parquet as pq
 
-        with self._lock:
-            handle = self._handles.get(f)
-            if handle is None:
-                handle = self._handles[f] = pq.ParquetFile(self._shards[f])
-                while len(self._handles) > self.open_shards:
-                    self._handles.popitem(last=False)
-            else:
-                self._handles.move_to_end(f)
-            return handle
+        return self._handles.get_or_create(f, lambda: pq.ParquetFile(self._shards[f]))
 
     def encoded(self, image_id: str) -> bytes:
         try:
@@ -246,21 +235,14 @@ class IndividualImages:
 
     def half(self, image_id: str):
         """The image decoded, RGB, scaled to ``half_size`` (cached)."""
-        with self._lock:
-            image = self._cache.get(image_id)
-            if image is not None:
-                self._cache.move_to_end(image_id)
-                return image
+        return self._cache.get_or_create(image_id, lambda: self._decode_half(image_id))
+
+    def _decode_half(self, image_id: str):
         from PIL import Image
 
         with Image.open(io.BytesIO(self.encoded(image_id))) as opened:
             opened.draft("RGB", self.half_size)  # JPEG: decode at reduced scale
-            image = scale_to_height(opened.convert("RGB"), self.half_size[1])
-        with self._lock:
-            self._cache[image_id] = image
-            while len(self._cache) > self.cache_size:
-                self._cache.popitem(last=False)
-        return image
+            return scale_to_height(opened.convert("RGB"), self.half_size[1])
 
 
 def scale_to_height(image, height: int):
