@@ -124,10 +124,10 @@ def require_columns(ds, columns: tuple[str, ...], name: str) -> None:
         raise DataSourceError(f"dataset {name!r} lacks columns {missing}; has {ds.column_names}")
 
 
-#: How many decoded photos a store keeps (LRU); override with LM_EVAL_BIAS_DECODED_IMAGES.
 class BoundedLRU:
     """Thread-safe cache of the ``capacity`` most recently used values, each created on its first
-    miss by the caller's factory (decoded photos, opened parquet shards)."""
+    miss by the caller's factory (decoded photos, opened parquet shards). The factory runs under the
+    lock, so concurrent readers of one key create its value once."""
 
     def __init__(self, capacity: int) -> None:
         self.capacity = max(1, int(capacity))
@@ -148,6 +148,7 @@ class BoundedLRU:
             return value
 
 
+#: How many decoded photos a store keeps (LRU); override with LM_EVAL_BIAS_DECODED_IMAGES.
 DECODED_IMAGES_ENV = "LM_EVAL_BIAS_DECODED_IMAGES"
 DEFAULT_DECODED_IMAGES = 64
 

@@ -2,8 +2,9 @@
 (two images per doc) and MCQ through lm-eval's `vllm-vlm`, with one engine and with
 `data_parallel_size=2` (Ray); guided choice (`vllm-vlm-guided`); 2AFC (both images per request) and
 MCQ through an OpenAI-compatible vLLM server + `local-chat-completions`; and two server replicas each
-answering one shard, merged. The server tests come last: their two servers live until the module ends. Runs in the CI stage `scripts/ci_vllm.sh` (its own venv,
-`.venv-vllm`); skipped where vLLM is not installed."""
+answering one shard, merged. The server tests come last: their two servers live until the module
+ends. Runs in the CI stage `scripts/ci_vllm.sh` (its own venv, `.venv-vllm`); skipped where vLLM is
+not installed."""
 
 from __future__ import annotations
 
