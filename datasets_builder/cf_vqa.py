@@ -18,12 +18,14 @@ The authors released no data; this is our format. ``DIR`` holds the images and o
 
 Everything is validated (missing or corrupt images, option count, duplicate ids, unknown category or
 subcategory, values out of range) with the file, row and reason before anything is written; the
-output is written atomically.
+output is written atomically. The manifest must be UTF-8; each JSONL line must be a JSON object whose
+text columns are strings (a number or null where a string belongs is an error, not converted) and
+whose scores are numbers; CSV rows must have as many fields as the header. A ``pair_id`` given twice
+is an error naming both lines, whether the rows conflict or are identical.
 """
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
 import os
@@ -31,7 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from datasets_builder.hub import DatasetCard, SourceError, check_image, write_hub_dataset
+from datasets_builder.hub import DatasetCard, check_image, write_hub_dataset
+from datasets_builder.readers import KeyedRows, Loc, SourceError, describe, expect_str, read_bytes, read_csv, read_jsonl
 from lm_eval_bias.cf_vqa_schema import CATEGORIES, SUBCATEGORY_TO_CATEGORY
 
 REQUIRED = ("pair_id", "category", "subcategory", "attribute", "state_plus", "state_minus", "image_plus",
@@ -46,23 +49,13 @@ COLUMNS = {
 }
 
 
-def _manifest(source: Path) -> tuple[Path, list[dict[str, Any]]]:
+def _manifest(source: Path) -> tuple[Path, list[tuple[Loc, dict[str, Any]]]]:
     candidates = [source / "manifest.jsonl", source / "manifest.csv"]
     found = [p for p in candidates if p.is_file()]
     if len(found) != 1:
         raise SourceError(source, "expected exactly one manifest.jsonl or manifest.csv")
     path = found[0]
-    if path.suffix == ".jsonl":
-        rows = []
-        for line_no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if line.strip():
-                try:
-                    rows.append({**json.loads(line), "_row": line_no})
-                except json.JSONDecodeError as exc:
-                    raise SourceError(f"{path}:{line_no}", f"not valid JSON ({exc.msg})") from None
-        return path, rows
-    with open(path, newline="", encoding="utf-8") as handle:
-        return path, [{**row, "_row": n} for n, row in enumerate(csv.DictReader(handle), 2)]
+    return path, read_jsonl(path) if path.suffix == ".jsonl" else read_csv(path)[1]
 
 
 def _options(row: dict[str, Any], where: str) -> list[str]:
@@ -85,6 +78,8 @@ def _optional_float(row: dict[str, Any], key: str, where: str, low: float, high:
     value = row.get(key)
     if value in (None, ""):
         return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise SourceError(where, f"{key} must be a number, got {describe(value)}")
     try:
         number = float(value)
     except (TypeError, ValueError):
@@ -110,17 +105,16 @@ def collect_pairs(source: str | os.PathLike, *, max_image_pixels: int = 40_000_0
     manifest, rows = _manifest(root)
     if not rows:
         raise SourceError(manifest, "manifest has no rows")
-    seen: set[str] = set()
+    ids = KeyedRows("pair_id")
     out = []
-    for row in rows:
-        where = f"{manifest}:{row['_row']}"
-        missing = [k for k in REQUIRED if not str(row.get(k) or "").strip()]
+    for where, row in rows:
+        for key in REQUIRED:
+            expect_str(row.get(key), where, key, optional=True)
+        missing = [k for k in REQUIRED if not (row.get(k) or "").strip()]
         if missing:
             raise SourceError(where, f"missing {', '.join(missing)}")
-        pair_id = str(row["pair_id"]).strip()
-        if pair_id in seen:
-            raise SourceError(where, f"duplicate pair_id {pair_id!r}")
-        seen.add(pair_id)
+        pair_id = row["pair_id"].strip()
+        ids.add(pair_id, where, {k: v for k, v in row.items() if k != "pair_id"})
         if row["category"] not in CATEGORIES:
             raise SourceError(where, f"unknown category {row['category']!r}; expected one of {list(CATEGORIES)}")
         if SUBCATEGORY_TO_CATEGORY.get(row["subcategory"]) != row["category"]:
@@ -134,7 +128,7 @@ def collect_pairs(source: str | os.PathLike, *, max_image_pixels: int = 40_000_0
                 raise SourceError(where, f"{side} {row[side]!r} points outside the source folder")
             if not path.is_file():
                 raise SourceError(where, f"{side} file {row[side]!r} does not exist")
-            data = path.read_bytes()
+            data = read_bytes(path)
             check_image(path, data, max_image_pixels, min_side, max_side)
             images[side] = {"bytes": data, "path": str(row[side])}
         if images["image_plus"]["bytes"] == images["image_minus"]["bytes"]:

@@ -1,8 +1,10 @@
 """``lm-eval-bias build <dataset>`` sub-commands. Errors in the source print ``error: <file>: <reason>``
-and exit with status 2; nothing is written then."""
+(``<file>:<line>`` where there is a line; no traceback) and exit with status 2; nothing is written then.
+The readers behind this contract are in :mod:`datasets_builder.readers`."""
 
 from __future__ import annotations
 
+import os
 import sys
 
 from datasets_builder.hub import SourceError, push_to_hub
@@ -70,13 +72,25 @@ def _build_vignette(args) -> int:
     return _finish(args, summary.output)
 
 
+def _printable(text: str) -> str:
+    """``text`` with undecodable file-name bytes shown as ``\\xNN`` (printing never fails)."""
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def _guarded(func):
     def run(args) -> int:
         try:
             return func(args)
         except SourceError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
+            print(_printable(f"error: {exc.path}: {exc.reason}"), file=sys.stderr)
+        except OSError as exc:  # a file or folder the builder could not read or write
+            named = isinstance(exc.filename, (str, bytes, os.PathLike))
+            where = os.fsdecode(exc.filename) if named else "(unknown file)"
+            print(_printable(f"error: {where}: {exc.strerror or exc}"), file=sys.stderr)
+        return 2
 
     return run
 

@@ -23,6 +23,12 @@ Output: a Hub-layout dataset with two configs:
 
 Generation is deterministic for ``--seed`` (recorded in every row and in the card).
 
+Every problem in the files fails with ``error: FILE[:LINE]: reason`` and nothing is written: text
+that is not UTF-8, invalid JSON (also a key given twice in one object), a JSON value of the wrong type
+(e.g. a scenario list that is a string), a CSV row with the wrong number of fields, and a statistic on
+two rows of ``all_highest_lowest.csv`` — the error names both lines, whether the rows conflict (the
+second would flip the ground truth) or are identical.
+
 Validation refuses contradictions in the statistics table — e.g. the upstream "Homelessness Rate"
 row has highest race = lowest race = Asian — unless ``drop_contradictions=True``, which drops every
 query scored on the contradictory statistic x attribute (recorded in the card).
@@ -30,7 +36,6 @@ query scored on the contradictory statistic x attribute (recorded in the card).
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import random
@@ -38,7 +43,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from datasets_builder.hub import DatasetCard, SourceError, write_hub_dataset_configs
+from datasets_builder.hub import DatasetCard, write_hub_dataset_configs
+from datasets_builder.readers import (
+    KeyedRows,
+    SourceError,
+    expect_dict,
+    expect_list,
+    expect_str,
+    expect_str_list,
+    field_name,
+    read_csv,
+    read_json,
+)
 
 REQUIRED_FILES = (
     "all_highest_lowest.csv", "classes.json", "prompts_high.json", "prompts_low.json",
@@ -77,69 +93,120 @@ def _locate(source: Path) -> Path:
 
 
 def _json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise SourceError(path, f"not valid JSON ({exc.msg}, line {exc.lineno})") from None
+    return read_json(path, expect=dict)
 
 
-def _release_files(source: Path) -> tuple[Any, Path, Any, Path]:
-    """(classes, statistics table, templates, folder of the prompt JSONs) of either layout."""
-    from datasets_builder.fact_or_fair_repo import is_repository_layout, read_repository
+def _release_files(source: Path) -> tuple[Any, Path, Path, Any, Path, Path]:
+    """(classes, where they come from, statistics table, templates, where they come from, folder of
+    the prompt JSONs) of either layout."""
+    from datasets_builder.fact_or_fair_repo import SUBJ_SCRIPT, is_repository_layout, read_repository
 
     if is_repository_layout(source):
         repo = read_repository(source)
-        return repo["classes.json"], repo["table"], repo["templates_and_profile_lists.json"], repo["prompts_dir"]
+        return (repo["classes.json"], source / "data" / "classes.py", repo["table"],
+                repo["templates_and_profile_lists.json"], source / SUBJ_SCRIPT, repo["prompts_dir"])
     folder = _locate(source)
-    return (_json(folder / "classes.json"), folder / "all_highest_lowest.csv",
-            _json(folder / "templates_and_profile_lists.json"), folder)
+    return (_json(folder / "classes.json"), folder / "classes.json", folder / "all_highest_lowest.csv",
+            _json(folder / "templates_and_profile_lists.json"), folder / "templates_and_profile_lists.json", folder)
+
+
+def _check_classes(classes: dict, where: Path) -> tuple[list[str], dict[str, str], dict[str, dict[str, list[str]]]]:
+    """Statistics, definitions and option groups of ``classes.json`` (or ``data/classes.py``), type-checked."""
+    for key in ("categories", "definitions", "attrs"):
+        if key not in classes:
+            raise SourceError(where, f"missing key {key!r}")
+    statistics = expect_str_list(classes["categories"], where, "categories", nonempty=True)
+    twice = sorted({s for s in statistics if statistics.count(s) > 1})
+    if twice:
+        raise SourceError(where, f"categories lists {twice} more than once")
+    definitions = expect_dict(classes["definitions"], where, "definitions")
+    for stat in statistics:
+        if stat not in definitions:
+            raise SourceError(where, f"definitions has no entry for {stat!r}")
+        expect_str(definitions[stat], where, field_name("definitions", stat))
+    attrs = expect_dict(classes["attrs"], where, "attrs")
+    options: dict[str, dict[str, list[str]]] = {}
+    for attr in ATTRIBUTES:
+        per_stat = expect_dict(attrs.get(attr, {}), where, field_name("attrs", attr))
+        for stat, groups in per_stat.items():
+            expect_str_list(groups, where, field_name("attrs", attr, stat))
+        options[attr] = per_stat
+    return statistics, dict(definitions), options
+
+
+def _read_table(table: Path, statistics: list[str], options: dict[str, dict[str, list[str]]]):
+    """Ground truth per statistic x attribute x side. A statistic given on two rows is an error naming
+    both lines — conflicting (it would flip the ground truth) or identical alike."""
+    if not table.is_file():
+        raise SourceError(table, "missing statistics table")
+    needed = ("category", "highest_gender", "lowest_gender", "highest_race", "lowest_race")
+    _, rows = read_csv(table, required=needed)
+    truth: dict[str, dict[str, dict[str, str | None]]] = {}
+    keyed = KeyedRows("statistic")
+    for where, row in rows:
+        stat = row["category"].strip()
+        if stat not in statistics:
+            raise SourceError(where, f"statistic {stat!r} is not in classes.json")
+        keyed.add(stat, where, {k: row[k].strip() for k in needed})
+        truth[stat] = {}
+        for attr in ATTRIBUTES:
+            sides = {side: (row[f"{side}_{attr}"].strip() or None) for side in SIDES}
+            sides = {side: (None if v in (None, "N/A") else v) for side, v in sides.items()}
+            groups = options[attr].get(stat, [])
+            tested = bool(groups)
+            if tested != all(v is not None for v in sides.values()) or (not tested and any(sides.values())):
+                raise SourceError(where, f"{stat}: {attr} answers {sides} disagree with the option groups {groups} in "
+                                         "classes.json")
+            for side, group in sides.items():
+                if group is not None and group not in groups:
+                    raise SourceError(where, f"{stat}: {side} {attr} {group!r} is not one of {groups}")
+            truth[stat][attr] = sides
+    missing = [s for s in statistics if s not in truth]
+    if missing:
+        raise SourceError(table, f"no row for statistics {missing}")
+    return truth
+
+
+def _check_templates(templates: dict, where: Path) -> None:
+    for key in ("objective", "subjective"):
+        part = templates.get(key)
+        if not isinstance(part, dict) or "template" not in part:
+            raise SourceError(where, f"missing {key}.template")
+        expect_str(part["template"], where, f"{key}.template", nonempty=True)
+    sub = templates["subjective"]
+    for key in ("names", "ages", "genders", "races", "option_template"):
+        if not sub.get(key):
+            raise SourceError(where, f"missing subjective.{key}")
+    expect_str(sub["option_template"], where, "subjective.option_template")
+    # ages may be numbers (the authors' scripts list them as ints); they are used as text
+    ages = expect_list(sub["ages"], where, "subjective.ages")
+    for k, age in enumerate(ages):
+        if isinstance(age, int) and not isinstance(age, bool):
+            ages[k] = str(age)
+        expect_str(ages[k], where, f"subjective.ages[{k}]")
+    sub["ages"] = ages
+    for key in ("names", "genders", "races"):
+        expect_str_list(sub[key], where, f"subjective.{key}")
 
 
 def read_source(source: str | os.PathLike) -> FactOrFairSource:
     """Parse and validate the authors' files, in the release format or their repository layout
-    (raises :class:`SourceError` with file and reason)."""
-    classes, table, templates, folder = _release_files(Path(source))
-    for key in ("categories", "definitions", "attrs"):
-        if key not in classes:
-            raise SourceError(Path(source) / "classes.json", f"missing key {key!r}")
-    statistics = list(classes["categories"])
-    options = {attr: classes["attrs"].get(attr, {}) for attr in ATTRIBUTES}
-    truth: dict[str, dict[str, dict[str, str | None]]] = {}
-    if not table.is_file():
-        raise SourceError(table, "missing statistics table")
-    with open(table, newline="", encoding="utf-8") as handle:
-        reader = csv.DictReader(handle)
-        needed = {"category", "highest_gender", "lowest_gender", "highest_race", "lowest_race"}
-        if not needed <= set(reader.fieldnames or ()):
-            raise SourceError(table, f"needs columns {sorted(needed)}")
-        for line_no, row in enumerate(reader, 2):
-            stat = row["category"].strip()
-            if stat not in statistics:
-                raise SourceError(f"{table}:{line_no}", f"statistic {stat!r} is not in classes.json")
-            truth[stat] = {}
-            for attr in ATTRIBUTES:
-                sides = {side: (row[f"{side}_{attr}"].strip() or None) for side in SIDES}
-                sides = {side: (None if v in (None, "N/A") else v) for side, v in sides.items()}
-                groups = options[attr].get(stat, [])
-                tested = bool(groups)
-                if tested != all(v is not None for v in sides.values()) or (not tested and any(sides.values())):
-                    raise SourceError(f"{table}:{line_no}", f"{stat}: {attr} answers {sides} disagree with the "
-                                                            f"option groups {groups} in classes.json")
-                for side, group in sides.items():
-                    if group is not None and group not in groups:
-                        raise SourceError(f"{table}:{line_no}", f"{stat}: {side} {attr} {group!r} is not one of {groups}")
-                truth[stat][attr] = sides
-    missing = [s for s in statistics if s not in truth]
-    if missing:
-        raise SourceError(table, f"no row for statistics {missing}")
+    (raises :class:`SourceError` with file, line where there is one, and reason: non-UTF-8 text,
+    invalid JSON, a JSON value of the wrong type, a statistic on two rows of the table...)."""
+    classes, classes_path, table, templates, templates_path, folder = _release_files(Path(source))
+    statistics, definitions, options = _check_classes(classes, classes_path)
+    truth = _read_table(table, statistics, options)
     contradictions = [(s, a) for s in statistics for a in ATTRIBUTES
                       if truth[s][a]["highest"] is not None and truth[s][a]["highest"] == truth[s][a]["lowest"]]
     scenarios = {}
     for side, name in (("high", "prompts_high.json"), ("low", "prompts_low.json")):
         data = _json(folder / name)
         for stat in statistics:
-            if len(data.get(stat, [])) != SCENARIOS_PER_STATISTIC:
-                raise SourceError(folder / name, f"{stat!r} needs {SCENARIOS_PER_STATISTIC} scenarios, has {len(data.get(stat, []))}")
+            if stat not in data:
+                raise SourceError(folder / name, f"{stat!r} needs {SCENARIOS_PER_STATISTIC} scenarios, has none")
+            items = expect_str_list(data[stat], folder / name, field_name(None, stat))
+            if len(items) != SCENARIOS_PER_STATISTIC:
+                raise SourceError(folder / name, f"{stat!r} needs {SCENARIOS_PER_STATISTIC} scenarios, has {len(items)}")
         scenarios[side] = data
     backgrounds = {
         "representativeness": _json(folder / "prompts_representativeness_bias.json"),
@@ -151,16 +218,13 @@ def read_source(source: str | os.PathLike) -> FactOrFairSource:
                        ("prompts_attribution_error_high.json", backgrounds["attribution"]["high"]),
                        ("prompts_attribution_error_low.json", backgrounds["attribution"]["low"]),
                        ("prompts_group_bias.json", backgrounds["ingroup"])):
-        absent = [s for s in statistics if not isinstance(data.get(s), str)]
+        absent = [s for s in statistics if s not in data]
         if absent:
             raise SourceError(folder / name, f"no background for {absent}")
-    for key in ("objective", "subjective"):
-        if key not in templates or "template" not in templates[key]:
-            raise SourceError(folder / "templates_and_profile_lists.json", f"missing {key}.template")
-    for key in ("names", "ages", "genders", "races", "option_template"):
-        if not templates["subjective"].get(key):
-            raise SourceError(folder / "templates_and_profile_lists.json", f"missing subjective.{key}")
-    return FactOrFairSource(statistics, dict(classes["definitions"]), options, truth, scenarios, backgrounds,
+        for stat in statistics:
+            expect_str(data[stat], folder / name, field_name(None, stat))
+    _check_templates(templates, templates_path)
+    return FactOrFairSource(statistics, definitions, options, truth, scenarios, backgrounds,
                             templates, contradictions)
 
 

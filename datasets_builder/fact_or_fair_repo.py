@@ -14,7 +14,7 @@ import ast
 from pathlib import Path
 from typing import Any
 
-from datasets_builder.hub import SourceError
+from datasets_builder.readers import SourceError, read_text
 
 LLM_DIR = Path("large_language_model")
 PROMPTS_DIR = LLM_DIR / "subjective_test" / "prompts"
@@ -27,9 +27,14 @@ def is_repository_layout(source: Path) -> bool:
 
 
 def _parse(path: Path) -> ast.Module:
+    if not path.is_file():
+        raise SourceError(path, "missing file of the repository layout")
+    text = read_text(path)
     try:
-        return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    except (OSError, SyntaxError) as exc:
+        return ast.parse(text, filename=str(path))
+    except SyntaxError as exc:
+        raise SourceError(f"{path}:{exc.lineno}" if exc.lineno else path, f"not valid Python ({exc.msg})") from None
+    except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes, too deeply nested
         raise SourceError(path, f"cannot parse ({exc})") from None
 
 
@@ -41,7 +46,7 @@ def _literal_assignments(tree: ast.AST, names: set[str]) -> dict[str, Any]:
             if name in names and name not in found:
                 try:
                     found[name] = ast.literal_eval(node.value)
-                except ValueError:
+                except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
                     continue
     return found
 
@@ -82,7 +87,8 @@ def _objective_template(path: Path) -> str:
             head = _render(_string_pieces(node.value), {"defs[": "{definition}", "category": "{category}",
                                                         "statistic": "{statistic}"}, path)
     tails = [ast.unparse(n.value) for n in ast.walk(tree)
-             if isinstance(n, ast.AugAssign) and ast.unparse(n.target) == "user_content" and isinstance(n.value, ast.Constant)]
+             if isinstance(n, ast.AugAssign) and ast.unparse(n.target) == "user_content" and isinstance(n.value, ast.Constant)
+             and isinstance(n.value.value, str)]
     tail = "".join(ast.literal_eval(t) for t in tails)
     if not head or not tail.startswith(". Please"):
         raise SourceError(path, "could not find the objective prompt (user_content = ... / += '. Please ...')")

@@ -6,7 +6,9 @@ Middle_Eastern, White; genders man, woman). Any subset of occupations and templa
 when each template present is complete (all ten variants). Everything is validated before anything
 is written; the first problem found raises :class:`~datasets_builder.hub.SourceError` naming the
 file and the reason. Dotfiles (``.DS_Store``, ``._x``) are ignored; anything else unexpected is an
-error. The original file bytes are stored unchanged.
+error. The original file bytes are stored unchanged. Through ``lm-eval-bias build focus`` every
+problem prints ``error: <file>: <reason>`` (exit status 2) and nothing is written; file names that
+are not valid UTF-8 are shown with ``\\xNN`` escapes.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from datasets_builder.hub import DatasetCard, SourceError, check_image, write_hub_dataset
+from datasets_builder.hub import DatasetCard, check_image, write_hub_dataset
+from datasets_builder.readers import SourceError, read_bytes
 from lm_eval_bias.focus_schema import (
     GROUPS,
     IMAGE_EXTENSIONS,
@@ -110,7 +113,7 @@ def collect_focus_rows(source: str | os.PathLike, *, max_image_pixels: int = DEF
                 index = GROUPS.index(group)
                 if index in variants:
                     raise SourceError(file, f"duplicate variant: {variants[index]['file_name']} is the same group")
-                data = file.read_bytes()
+                data = read_bytes(file)
                 width, height = check_image(file, data, max_image_pixels, min_side, max_side)
                 sizes.setdefault((width, height), file)
                 if len(sizes) > 1:

@@ -8,6 +8,12 @@ Sources:
   attorney -> lawyer, physician -> doctor, nurse -> nurse, teacher -> teacher; other professions
   are dropped and counted.
 
+Errors: every bad row or file fails with ``error: FILE[:LINE]: reason`` (parquet: ``FILE: row N:
+reason``) and nothing is written: non-UTF-8 text, a JSONL line that is not a JSON object, a column of
+the wrong type (biography/occupation/name must be strings; ``bio_id`` a string or integer), an
+unreadable parquet file, and any ``bio_id`` given twice — conflicting or identical rows alike, the
+error names both lines (:mod:`datasets_builder.readers`).
+
 Normalization (the paper: "anonymizing names, neutralizing pronouns, and removing explicit
 identifiers"), :func:`normalize_biography`, heuristic and rule-based (no NER model):
 1. URLs, e-mail addresses and @handles are removed.
@@ -26,7 +32,6 @@ mis-resolved; these are recorded per biography so an audit can check them.
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import random
@@ -34,7 +39,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from datasets_builder.hub import DatasetCard, SourceError, write_hub_dataset
+from datasets_builder.hub import DatasetCard, write_hub_dataset
+from datasets_builder.readers import KeyedRows, Loc, SourceError, describe, expect_str, read_table
 from lm_eval_bias.focus_schema import OCCUPATIONS
 
 BIAS_IN_BIOS_PROFESSIONS: tuple[str, ...] = (
@@ -145,62 +151,72 @@ def normalize_biography(text: str, name: str | None = None) -> tuple[str, list[d
 _VERB_AFTER_OBJECT = {"and", "or", "to", "with", "as", "for", "in", "on", "at", "from", "by", "about", "that", "because", "when"}
 
 
-def _read_table(path: Path) -> list[dict]:
-    suffix = path.suffix.lower()
-    if suffix == ".jsonl":
-        rows = []
-        with open(path, encoding="utf-8") as handle:
-            for line_no, line in enumerate(handle, 1):
-                if line.strip():
-                    try:
-                        row = json.loads(line)
-                    except json.JSONDecodeError as exc:
-                        raise SourceError(f"{path}:{line_no}", f"not valid JSON ({exc.msg})") from None
-                    rows.append({**row, "_line": line_no})
-        return rows
-    if suffix == ".csv":
-        with open(path, newline="", encoding="utf-8") as handle:
-            return [{**row, "_line": line_no} for line_no, row in enumerate(csv.DictReader(handle), 2)]
-    if suffix == ".parquet":
-        import pyarrow.parquet as pq
-
-        return [{**row, "_line": k + 1} for k, row in enumerate(pq.read_table(path).to_pylist())]
-    raise SourceError(path, "expected a .csv, .jsonl or .parquet file")
+_TEXT_KEYS = ("biography", "hard_text", "text", "bio")
 
 
-def _text_of(row: dict) -> str | None:
-    for key in ("biography", "hard_text", "text", "bio"):
-        if key in row and row[key] is not None:
-            return str(row[key])
+def _text_of(row: dict, where: Loc) -> str | None:
+    """The biography of a row: the first of the biography columns present (it must be a string)."""
+    for key in _TEXT_KEYS:
+        if key in row:
+            return expect_str(row[key], where, key)
     return None
 
 
+def _bio_id(row: dict, where: Loc) -> str | None:
+    value = row.get("bio_id")
+    if value in (None, ""):
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return expect_str(value, where, "bio_id", nonempty=True).strip()
+
+
+def _profession(value, where: Loc) -> str:
+    """A Bias-in-Bios profession: an integer code (also as a string or an integral float) or a name."""
+    if isinstance(value, bool) or value is None or not isinstance(value, (int, float, str)):
+        raise SourceError(where, f"profession must be an integer code or a name, got {describe(value)}")
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise SourceError(where, f"profession code must be an integer, got {value!r}")
+        value = int(value)
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        value = int(value.strip())
+    if isinstance(value, int):
+        if not 0 <= value < len(BIAS_IN_BIOS_PROFESSIONS):
+            raise SourceError(where, f"unknown Bias-in-Bios profession code {value}")
+        return BIAS_IN_BIOS_PROFESSIONS[value]
+    return value.strip().lower()
+
+
 def read_biographies(path: str | os.PathLike) -> tuple[list[dict], dict[str, int]]:
-    """Rows ``{bio_id, occupation, text, name, source}`` of a biography file, and drop counts."""
+    """Rows ``{bio_id, occupation, text, name, source}`` of a biography file, and drop counts.
+
+    Every problem raises :class:`SourceError` with the file and line (parquet: row): text that is
+    not UTF-8, a JSONL line that is not an object, a column of the wrong type (biography, occupation
+    and name must be strings; ``bio_id`` a string or an integer), an unreadable parquet file. Two rows
+    with the same ``bio_id`` are an error naming both lines, whether they conflict or are identical
+    (:class:`~datasets_builder.readers.KeyedRows`)."""
     path = Path(path)
     if not path.is_file():
         raise SourceError(path, "file does not exist")
-    rows = _read_table(path)
+    rows = read_table(path)
     if not rows:
         raise SourceError(path, "no rows")
-    bias_in_bios = "profession" in rows[0] and "occupation" not in rows[0]
+    bias_in_bios = "profession" in rows[0][1] and "occupation" not in rows[0][1]
     dropped: dict[str, int] = {}
     out = []
-    for row in rows:
-        where = f"{path}:{row['_line']}"
-        text = _text_of(row)
+    ids = KeyedRows("bio_id")
+    for where, row in rows:
+        text = _text_of(row, where)
         if text is None:
             raise SourceError(where, "missing biography column (biography, hard_text, text or bio)")
         if not text.strip():
             raise SourceError(where, "empty biography")
+        name = expect_str(row.get("name"), where, "name", optional=True)
         if bias_in_bios:
-            profession = row.get("profession")
-            try:
-                profession = BIAS_IN_BIOS_PROFESSIONS[int(profession)]
-            except (TypeError, ValueError):
-                profession = str(profession).strip().lower()
-            except IndexError:
-                raise SourceError(where, f"unknown Bias-in-Bios profession code {profession}") from None
+            if "profession" not in row:
+                raise SourceError(where, "missing profession column")
+            profession = _profession(row["profession"], where)
             occupation = BIAS_IN_BIOS_TO_FOCUS.get(profession)
             if occupation is None:
                 dropped[profession] = dropped.get(profession, 0) + 1
@@ -209,14 +225,17 @@ def read_biographies(path: str | os.PathLike) -> tuple[list[dict], dict[str, int
         else:
             if "occupation" not in row:
                 raise SourceError(where, "missing occupation column")
-            occupation = str(row["occupation"]).strip().lower()
+            occupation = expect_str(row["occupation"], where, "occupation").strip().lower()
             if occupation not in OCCUPATIONS:
                 raise SourceError(where, f"unknown occupation {row['occupation']!r}; expected one of {OCCUPATIONS}")
             source = path.name
-        bio_id = str(row.get("bio_id") or f"{occupation}-{row['_line']:06d}")
-        out.append({"bio_id": bio_id, "occupation": occupation, "text": text, "name": row.get("name"), "source": source})
+        given = _bio_id(row, where)
+        bio_id = given or f"{occupation}-{where.number:06d}"
+        if given is not None:
+            ids.add(bio_id, where, {"occupation": occupation, "biography": text, "name": name})
+        out.append({"bio_id": bio_id, "occupation": occupation, "text": text, "name": name, "source": source})
     seen: set[str] = set()
-    for row in out:
+    for row in out:  # a given id may still equal a generated one
         if row["bio_id"] in seen:
             raise SourceError(path, f"duplicate bio_id {row['bio_id']!r}")
         seen.add(row["bio_id"])

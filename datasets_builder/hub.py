@@ -21,16 +21,12 @@ from typing import Any, Iterable
 
 import yaml
 
+from datasets_builder.readers import SourceError
+
 BUILDER_VERSION = "1"
+__all__ = ["BUILDER_VERSION", "DatasetCard", "SourceError", "check_image", "push_to_hub", "write_hub_dataset",
+           "write_hub_dataset_configs"]
 
-
-class SourceError(ValueError):
-    """Invalid builder input: ``path`` is the offending file or folder, ``reason`` what is wrong."""
-
-    def __init__(self, path: str | os.PathLike, reason: str) -> None:
-        self.path = str(path)
-        self.reason = reason
-        super().__init__(f"{self.path}: {reason}")
 
 
 @dataclass

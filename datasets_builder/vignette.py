@@ -6,7 +6,11 @@ Input: ``--source DIR`` with the individual images as the authors' pipeline name
 with the four list files in the upstream formats (:mod:`lm_eval_bias.vignette_schema`). Any subset of
 identities and activities may have images; every file name must name a listed descriptor (of that
 gender's list) and a listed activity. Images are checked as in the FOCUS builder (decodable JPEG/PNG,
-size, no decompression bomb, no symlink out of the tree) and stored unchanged.
+size, no decompression bomb, no symlink out of the tree) and stored unchanged. The lists are read as
+:func:`lm_eval_bias.vignette_schema.read_lists` says: UTF-8 only, JSON values of the expected types,
+CSV rows as wide as the header, and an entry given twice (descriptor, activity, roles entry, SSCM
+term) an error naming both places, conflicting or identical. Every problem fails with
+``error: FILE[:LINE]: reason`` and nothing is written.
 
 Output configs: ``default`` (one row per image, one image per parquet row group so a task reads any
 image without reading its neighbours), ``identities``, ``activities`` (with the decision roles and
@@ -24,11 +28,11 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from datasets_builder.hub import DatasetCard, SourceError, check_image, write_hub_dataset_configs
+from datasets_builder.hub import DatasetCard, check_image, write_hub_dataset_configs
+from datasets_builder.readers import SourceError, read_bytes
 from lm_eval_bias.vignette_schema import (
     GENDERS,
     IMAGE_EXTENSIONS,
-    ListError,
     VignetteLists,
     image_id,
     read_lists,
@@ -108,7 +112,7 @@ def scan_images(source: str | os.PathLike, lists: VignetteLists, *, max_image_pi
             if key in seen:
                 raise SourceError(file, f"duplicate image: {seen[key]} has the same descriptor and activity")
             seen[key] = file.name
-            data = file.read_bytes()
+            data = read_bytes(file)
             width, height = check_image(file, data, max_image_pixels, min_side, max_side)
             rows.append({
                 "image_id": key, "gender": gender_dir.name, "descriptor": identity.descriptor,
@@ -168,17 +172,14 @@ def build_vignette(source: str | os.PathLike, lists_dir: str | os.PathLike, outp
     """Validate ``source`` against the lists in ``lists_dir`` and write the ``vignette`` dataset."""
     import datasets
 
-    try:
-        lists = read_lists(lists_dir)
-    except ListError as exc:
-        raise SourceError(exc.path, exc.reason) from None
+    lists = read_lists(lists_dir)  # ListError is a SourceError
     rows = scan_images(source, lists)
     root = Path(source).absolute()
     features = _image_features()
 
     def generate():
         for r in rows:
-            data = (root / r["file_name"]).read_bytes()
+            data = read_bytes(root / r["file_name"])
             if hashlib.sha256(data).hexdigest() != r["sha256"]:
                 raise SourceError(root / r["file_name"], "file changed while the dataset was being built")
             yield {**r, "image": {"bytes": data, "path": os.path.basename(r["file_name"])}}
@@ -204,7 +205,16 @@ def build_vignette(source: str | os.PathLike, lists_dir: str | os.PathLike, outp
     )
     Path(output).absolute().parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".vignette-arrow-", dir=Path(output).absolute().parent) as cache:
-        images = datasets.Dataset.from_generator(generate, features=features, cache_dir=cache)
+        try:
+            images = datasets.Dataset.from_generator(generate, features=features, cache_dir=cache)
+        except Exception as exc:  # datasets wraps errors of the generator (DatasetGenerationError)
+            cause, seen = exc, set()
+            while cause is not None and not isinstance(cause, SourceError) and id(cause) not in seen:
+                seen.add(id(cause))
+                cause = cause.__cause__ or cause.__context__
+            if not isinstance(cause, SourceError):
+                raise
+            raise cause from None
         configs = {"default": (images, features), **_list_configs(lists, rows)}
         out = write_hub_dataset_configs(output, configs, card, overwrite=overwrite, rows_per_row_group={"default": 1},
                                         max_shard_rows={"default": SHARD_ROWS})

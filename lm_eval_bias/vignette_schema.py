@@ -15,17 +15,29 @@ Images are named as the authors' pipeline names them: ``<gender>/<descriptor>_<a
 no-activity portraits ``<gender>/<descriptor>.png``, spaces written as dashes (:func:`slug`), gender
 folders ``male`` and ``female`` (the lists' ``maledes`` / ``femaledes``).
 
-This module only reads and names; it has no harness imports.
+This module only reads and names; it has no harness imports (it reads files through
+:mod:`datasets_builder.readers`, which gives every error its file, line and reason).
 """
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import json
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from datasets_builder.readers import (
+    KeyedRows,
+    SourceError,
+    describe,
+    expect_list,
+    expect_str,
+    expect_str_list,
+    field_name,
+    read_csv,
+    read_json,
+)
 
 GENDERS = ("female", "male")
 LIST_FILES = {"female": "femaledes.csv", "male": "maledes.csv"}
@@ -37,12 +49,21 @@ DECISION_DIMENSIONS = ("ability", "sociability", "morality", "agency", "status",
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg")
 
 
-class ListError(ValueError):
-    """A list file is malformed: ``path`` and ``reason``."""
+class ListError(SourceError):
+    """A list file is malformed: ``path`` (``FILE:LINE`` where there is a line) and ``reason``. A
+    :class:`~datasets_builder.readers.SourceError`, so ``lm-eval-bias build`` reports it as
+    ``error: <path>: <reason>``."""
 
-    def __init__(self, path: str | os.PathLike, reason: str) -> None:
-        self.path, self.reason = str(path), reason
-        super().__init__(f"{self.path}: {reason}")
+
+@contextmanager
+def _list_errors():
+    """Re-raise the shared readers' errors as :class:`ListError`."""
+    try:
+        yield
+    except ListError:
+        raise
+    except SourceError as exc:
+        raise ListError(exc.path, exc.reason) from None
 
 
 def slug(text: str) -> str:
@@ -107,75 +128,95 @@ def _read_identities(folder: Path) -> list[Identity]:
         path = folder / LIST_FILES[gender]
         if not path.is_file():
             raise ListError(path, "missing identity list")
-        with open(path, newline="", encoding="utf-8") as handle:
-            reader = csv.DictReader(handle)
-            needed = {"axis", "descriptor"}
-            if not needed <= set(reader.fieldnames or ()):
-                raise ListError(path, f"needs columns {sorted(needed)}, has {reader.fieldnames}")
-            seen: dict[str, int] = {}
-            for line, row in enumerate(reader, 2):
-                descriptor = " ".join((row.get("descriptor") or "").split())
-                axis = (row.get("axis") or "").strip()
-                if not descriptor:
-                    raise ListError(f"{path}:{line}", "empty descriptor")
-                if axis not in DIMENSIONS:
-                    raise ListError(f"{path}:{line}", f"unknown axis {axis!r}; expected one of {list(DIMENSIONS)}")
-                if "_" in descriptor or "/" in descriptor:
-                    raise ListError(f"{path}:{line}", f"descriptor {descriptor!r} contains '_' or '/' (reserved in file names)")
-                key = slug(descriptor)
-                if key in seen:
-                    raise ListError(f"{path}:{line}", f"descriptor {descriptor!r} has the same file name as line {seen[key]}")
-                seen[key] = line
-                out.append(Identity(gender, descriptor, axis, (row.get("bucket") or "").strip(),
-                                    (row.get("Visibility-gpt") or "").strip(), (row.get("Visibility-human") or "").strip(),
-                                    (row.get("VLabel") or "").strip()))
+        header, rows = read_csv(path)
+        needed = {"axis", "descriptor"}
+        if not needed <= set(header):
+            raise ListError(path, f"needs columns {sorted(needed)}, has {header}")
+        seen = KeyedRows("descriptor")
+        for where, row in rows:
+            descriptor = " ".join((row.get("descriptor") or "").split())
+            axis = (row.get("axis") or "").strip()
+            if not descriptor:
+                raise ListError(where, "empty descriptor")
+            if axis not in DIMENSIONS:
+                raise ListError(where, f"unknown axis {axis!r}; expected one of {list(DIMENSIONS)}")
+            if "_" in descriptor or "/" in descriptor:
+                raise ListError(where, f"descriptor {descriptor!r} contains '_' or '/' (reserved in file names)")
+            key = slug(descriptor)
+            if key in seen.first:
+                first, before = seen.first[key]
+                if before.get("descriptor") != row.get("descriptor"):
+                    raise ListError(where, f"descriptor {descriptor!r} has the same file name as {first.ref(where)} "
+                                           f"({before.get('descriptor')!r}); keep only one of them")
+            seen.add(key, where, row)  # the same descriptor twice: error naming both lines
+            out.append(Identity(gender, descriptor, axis, (row.get("bucket") or "").strip(),
+                                (row.get("Visibility-gpt") or "").strip(), (row.get("Visibility-human") or "").strip(),
+                                (row.get("VLabel") or "").strip()))
     return out
 
 
-def _read_json(path: Path, what: str):
+def _read_json(path: Path, what: str) -> dict:
     if not path.is_file():
         raise ListError(path, f"missing {what}")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ListError(path, f"not valid JSON ({exc.msg})") from None
+    return read_json(path, expect=dict)
 
 
 def _read_roles(path: Path) -> dict[str, dict]:
     raw = _read_json(path, "roles list")
     roles: dict[str, dict] = {}
-    for category, entries in raw.items() if isinstance(raw, dict) else ():
+    first: dict[str, str] = {}
+    for category, entries in raw.items():
+        entries = expect_list(entries, path, field_name(None, category))
         for k, entry in enumerate(entries):
-            where = f"{path}: {category}[{k}]"
-            if not isinstance(entry, dict) or not entry.get("activity") or not entry.get("role"):
+            where = f"{path}: {field_name(None, category, k)}"
+            if not isinstance(entry, dict):
+                raise ListError(where, f"entry must be an object, got {describe(entry)}")
+            if not entry.get("activity") or not entry.get("role"):
                 raise ListError(where, "entry needs 'activity' and 'role'")
-            missing = [d for d in DECISION_DIMENSIONS if not str(entry.get(d) or "").strip()]
+            for key in ("activity", "role", *DECISION_DIMENSIONS):
+                expect_str(entry.get(key), where, key, optional=True)
+            missing = [d for d in DECISION_DIMENSIONS if not (entry.get(d) or "").strip()]
             if missing:
                 raise ListError(where, f"no question for {missing}")
-            roles[slug(entry["activity"])] = entry
+            key = slug(entry["activity"])
+            if key in roles:
+                kind = "repeats" if roles[key] == entry else "conflicts with"
+                raise ListError(where, f"duplicate roles entry for activity {entry['activity']!r}: {kind} {first[key]}; "
+                                       "keep only one")
+            roles[key], first[key] = entry, field_name(None, category, k)
     if not roles:
         raise ListError(path, "expected {category: [{activity, role, ability, ...}]}")
     return roles
 
 
 def read_lists(folder: str | os.PathLike) -> VignetteLists:
-    """Read and validate the four list files in ``folder`` (raises :class:`ListError`)."""
-    folder = Path(folder)
+    """Read and validate the four list files in ``folder`` (raises :class:`ListError`).
+
+    Files must be UTF-8; JSON values must have the documented types (``activities.json``: an object of
+    arrays of strings; ``roles.json``: an object of arrays of objects with string fields); CSV rows must
+    have as many fields as the header. An entry given twice — a descriptor (by file name), an activity,
+    a roles entry, an SSCM term — is an error naming both places, whether the two conflict or are
+    identical."""
+    with _list_errors():
+        return _read_lists(Path(folder))
+
+
+def _read_lists(folder: Path) -> VignetteLists:
     identities = _read_identities(folder)
     path = folder / "activities.json"
     categories = _read_json(path, "activity list")
-    if not isinstance(categories, dict) or not categories:
+    if not categories:
         raise ListError(path, "expected {category: [activity, ...]}")
     roles = _read_roles(folder / "roles.json")
-    activities, seen, notes = [], set(), []
+    activities, seen, notes = [], {}, []
     for category, names in categories.items():
-        for name in names:
-            name = " ".join(str(name).split())
+        for k, name in enumerate(expect_str_list(names, path, field_name(None, category))):
+            name = " ".join(name.split())
             if "_" in name or "/" in name or not name:
                 raise ListError(path, f"activity {name!r} is empty or contains '_' or '/'")
             if slug(name) in seen:
-                raise ListError(path, f"activity {name!r} listed twice")
-            seen.add(slug(name))
+                raise ListError(path, f"activity {name!r} listed twice ({seen[slug(name)]} and {field_name(None, category, k)})")
+            seen[slug(name)] = field_name(None, category, k)
             entry = roles.get(slug(name))
             if entry is None:
                 notes.append(f"activity {name!r} has no roles.json entry: not used by the decision-making tasks")
@@ -183,7 +224,7 @@ def read_lists(folder: str | os.PathLike) -> VignetteLists:
             else:
                 activities.append(Activity(name, category, str(entry["role"]),
                                            tuple((d, " ".join(str(entry[d]).split())) for d in DECISION_DIMENSIONS)))
-    unknown = sorted(set(roles) - seen)
+    unknown = sorted(set(roles) - set(seen))
     if unknown:
         raise ListError(folder / "roles.json", f"roles for activities not in activities.json: {unknown}")
     terms = _read_terms(folder / "sscm_dictionary.csv")
@@ -193,20 +234,17 @@ def read_lists(folder: str | os.PathLike) -> VignetteLists:
 def _read_terms(path: Path) -> list[Term]:
     if not path.is_file():
         raise ListError(path, "missing SSCM dictionary")
-    with open(path, newline="", encoding="utf-8") as handle:
-        reader = csv.DictReader(handle)
-        needed = {"dictionary", "term", "direction", "pair_id"}
-        if not needed <= set(reader.fieldnames or ()):
-            raise ListError(path, f"needs columns {sorted(needed)}, has {reader.fieldnames}")
-        terms, seen = [], set()
-        for line, row in enumerate(reader, 2):
-            term, direction = (row["term"] or "").strip(), (row["direction"] or "").strip().lower()
-            if not term or direction not in ("high", "low"):
-                raise ListError(f"{path}:{line}", f"needs a term and direction high/low, got {term!r}/{direction!r}")
-            if term in seen:
-                raise ListError(f"{path}:{line}", f"term {term!r} listed twice")
-            seen.add(term)
-            terms.append(Term(term, (row["dictionary"] or "").strip(), direction, (row["pair_id"] or "").strip()))
+    header, rows = read_csv(path)
+    needed = {"dictionary", "term", "direction", "pair_id"}
+    if not needed <= set(header):
+        raise ListError(path, f"needs columns {sorted(needed)}, has {header}")
+    terms, seen = [], KeyedRows("term")
+    for where, row in rows:
+        term, direction = row["term"].strip(), row["direction"].strip().lower()
+        if not term or direction not in ("high", "low"):
+            raise ListError(where, f"needs a term and direction high/low, got {term!r}/{direction!r}")
+        seen.add(term, where, row)  # a term listed twice: error naming both lines
+        terms.append(Term(term, row["dictionary"].strip(), direction, row["pair_id"].strip()))
     pairs: dict[str, set[str]] = {}
     for t in terms:
         pairs.setdefault(t.pair_id.split("_", 1)[-1], set()).add(t.direction)
