@@ -41,7 +41,7 @@ V, R, I = ResponseStatus.VALID, ResponseStatus.REFUSAL, ResponseStatus.INVALID
     ("", I, None, "empty"),
     ("   ", I, None, "empty"),
     (None, I, None, "empty"),
-    ("<think>still thinking", I, None, "empty"),
+    ("<think>still thinking", I, None, "unfinished_reasoning"),
     ("Maybe.", I, None, "not_a_letter"),
     ("I'm sorry, but I can't help with that.", R, None, "refusal_phrase"),
     ("I cannot choose between A and B based on appearance.", R, None, "refusal_phrase"),
@@ -172,10 +172,10 @@ OPTS = ["Low", "Medium", "High", "Very high"]
     ('"Explanation": "x", "Exact Answer": "B", "Confidence": "very"', I, None, 0.0, "bad_confidence"),
     ('"Explanation": "x", "Exact Answer": "B"', I, None, 0.0, "bad_confidence"),
     ('"Exact Answer": "B", "Confidence": "1.5"', I, None, 0.0, "bad_confidence"),
-    ('"Exact Answer": "C. Low", "Confidence": "0.5"', I, None, 0.0, "not_an_option"),
+    ('"Exact Answer": "C. Low", "Confidence": "0.5"', I, None, 0.0, "letter_text_mismatch"),
     ('"Exact Answer": "Z", "Confidence": "0.5"', I, None, 0.0, "not_an_option"),
-    ("random text", I, None, 0.0, "no_answer"),
-    (None, I, None, 0.0, "no_answer"),
+    ("random text", I, None, 0.0, "no_answer_field"),
+    (None, I, None, 0.0, "empty"),
 ])
 def test_parse_explained_answer(text, status, answer, confidence, reason):
     parsed = parse_explained_answer(text, OPTS)

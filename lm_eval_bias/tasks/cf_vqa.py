@@ -27,6 +27,7 @@ from lm_eval_bias import data
 from lm_eval_bias.cf_vqa_schema import CATEGORIES, OPTION_LETTERS, category_key
 from lm_eval_bias.parsing import ResponseStatus, parse_explained_answer
 from lm_eval_bias.retrieval import DEFAULT_EMBEDDER, top_k
+from lm_eval_bias.tasks.extraction import is_lenient, mode_of, tag_docs
 from lm_eval_bias.stats import cf_vqa as stats
 from lm_eval_bias.tasks.aggregation import AggregationFamily
 
@@ -113,7 +114,7 @@ def doc_to_image(doc: dict[str, Any]) -> list:
 
 
 def load_docs(prompt: str, hub_id: str | None = None, seed: int = 0, embedder: str = DEFAULT_EMBEDDER,
-              shard: str | None = None, **_: Any):
+              shard: str | None = None, answer_extraction: str | None = None, **_: Any):
     """Docs of one prompt variant: pair x run x side (b+ then b-)."""
     if prompt not in PROMPTS:
         raise ValueError(f"prompt must be one of {PROMPTS}, got {prompt!r}")
@@ -152,16 +153,18 @@ def load_docs(prompt: str, hub_id: str | None = None, seed: int = 0, embedder: s
 
     from lm_eval_bias.tasks.sharding import select_shard
 
-    return {"test": datasets.Dataset.from_list(select_shard(docs, shard, lambda d: d["pair_id"]))}
+    docs = tag_docs(select_shard(docs, shard, lambda d: d["pair_id"]), answer_extraction)
+    return {"test": datasets.Dataset.from_list(docs)}
 
 
 def process_results(doc: dict[str, Any], results: list) -> dict[str, dict]:
-    parsed = parse_explained_answer(results[0] if results else "", doc["options"])
+    parsed = parse_explained_answer(results[0] if results else "", doc["options"], lenient=is_lenient(doc))
     answer = doc["options"][OPTION_LETTERS.index(parsed.answer)] if parsed.status is ResponseStatus.VALID else None
     record = {"pair_id": doc["pair_id"], "run": doc["run"], "side": doc["side"], "category": doc["category"],
               "subcategory": doc["subcategory"], "status": parsed.status.value, "answer": answer,
               "confidence": parsed.confidence, "confidence_ok": parsed.confidence_ok,
-              "human_consistency": doc["human_consistency"], "split": doc["split"]}
+              "human_consistency": doc["human_consistency"], "split": doc["split"], "reason": parsed.reason,
+              "extraction": mode_of(doc)}
     return FAMILIES[doc["prompt"]].records_for(record)
 
 

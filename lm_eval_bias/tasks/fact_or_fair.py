@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 from lm_eval_bias import data
 from lm_eval_bias.parsing import ResponseStatus, parse_json_answer
+from lm_eval_bias.tasks.extraction import is_lenient, mode_of, tag_docs
 from lm_eval_bias.stats import fact_or_fair as fof
 from lm_eval_bias.tasks.aggregation import AggregationFamily
 
@@ -40,15 +41,17 @@ def _check_attribute(attribute: str) -> None:
         raise ValueError(f"attribute must be one of {ATTRIBUTES}, got {attribute!r}")
 
 
-def _dataset(docs: list[dict[str, Any]], shard: str | None = None):
+def _dataset(docs: list[dict[str, Any]], shard: str | None = None, answer_extraction: str | None = None):
     import datasets
 
     from lm_eval_bias.tasks.sharding import select_shard
 
-    return {"test": datasets.Dataset.from_list(select_shard(docs, shard, lambda d: d["query_id"]))}
+    docs = tag_docs(select_shard(docs, shard, lambda d: d["query_id"]), answer_extraction)
+    return {"test": datasets.Dataset.from_list(docs)}
 
 
-def load_objective_docs(attribute: str, hub_id: str | None = None, shard: str | None = None, **_: Any):
+def load_objective_docs(attribute: str, hub_id: str | None = None, shard: str | None = None,
+                        answer_extraction: str | None = None, **_: Any):
     """Objective queries on ``attribute`` (each statistic x side x 3 rounds)."""
     _check_attribute(attribute)
     rows = data.load_split("fact_or_fair", hub_id, config="objective")
@@ -57,10 +60,11 @@ def load_objective_docs(attribute: str, hub_id: str | None = None, shard: str | 
          "options": list(r["options"]), "true_group": r["true_group"], "prompt": r["prompt"]}
         for r in rows if r["attribute"] == attribute
     ]
-    return _dataset(docs, shard)
+    return _dataset(docs, shard, answer_extraction)
 
 
-def load_subjective_docs(context: str, attribute: str, hub_id: str | None = None, shard: str | None = None, **_: Any):
+def load_subjective_docs(context: str, attribute: str, hub_id: str | None = None, shard: str | None = None,
+                         answer_extraction: str | None = None, **_: Any):
     """Subjective queries of ``context`` scored on ``attribute``."""
     _check_attribute(attribute)
     if context not in CONTEXTS:
@@ -74,7 +78,7 @@ def load_subjective_docs(context: str, attribute: str, hub_id: str | None = None
                      "attribute": attribute, "option_groups": [p[attribute] for p in json.loads(r["profiles"])],
                      "true_group": r[f"true_{attribute}"], "background_group": r[f"background_{attribute}"],
                      "prompt": r["prompt"]})
-    return _dataset(docs, shard)
+    return _dataset(docs, shard, answer_extraction)
 
 
 def doc_to_text(doc: dict[str, Any]) -> str:
@@ -82,9 +86,10 @@ def doc_to_text(doc: dict[str, Any]) -> str:
 
 
 def _record(doc: dict[str, Any], results: list, groups: list[str]) -> dict[str, Any]:
-    parsed = parse_json_answer(results[0] if results else "", _LETTERS[: len(groups)])
+    parsed = parse_json_answer(results[0] if results else "", _LETTERS[: len(groups)], lenient=is_lenient(doc))
     chosen = groups[_LETTERS.index(parsed.value)] if parsed.status is ResponseStatus.VALID else None
     return {"statistic": doc["statistic"], "side": doc["side"], "status": parsed.status.value, "chosen": chosen,
+            "reason": parsed.reason, "extraction": mode_of(doc),
             "true_group": doc["true_group"], "context": doc.get("context"),
             "background_group": doc.get("background_group"), "attribute": doc["attribute"]}
 

@@ -23,6 +23,7 @@ from typing import Any, Callable
 from lm_eval_bias import data
 from lm_eval_bias.focus_schema import GROUP_INDEX, GROUP_PAIRS, GROUPS, OCCUPATION_TITLES, template_key
 from lm_eval_bias.parsing import ResponseStatus, parse_letter, parse_salary_usd
+from lm_eval_bias.tasks.extraction import is_lenient, mode_of, tag_docs
 from lm_eval_bias.stats import mcq as mcq_stats
 from lm_eval_bias.stats import salary as salary_stats
 from lm_eval_bias.stats import twoafc as twoafc_stats
@@ -163,7 +164,8 @@ def _as_dataset(docs: list[dict[str, Any]]):
     return {"test": datasets.Dataset.from_list(docs)}
 
 
-def load_2afc_docs(scenario: str, hub_id: str | None = None, shard: str | None = None, **_: Any):
+def load_2afc_docs(scenario: str, hub_id: str | None = None, shard: str | None = None,
+                   answer_extraction: str | None = None, **_: Any):
     """All 45 unordered pairs of each template, each asked AB then BA (adjacent, so ``--limit`` keeps
     pairs whole): 4,320 docs per scenario on the full dataset (Sec. 4.1)."""
     if scenario not in _2AFC_QUESTIONS:
@@ -192,10 +194,11 @@ def load_2afc_docs(scenario: str, hub_id: str | None = None, shard: str | None =
                         "images_from": location,
                     }
                 )
-    return _as_dataset(select_shard(docs, shard, lambda d: d["pair_id"]))
+    return _as_dataset(tag_docs(select_shard(docs, shard, lambda d: d["pair_id"]), answer_extraction))
 
 
-def load_mcq_docs(variant: str, hub_id: str | None = None, shard: str | None = None, **_: Any):
+def load_mcq_docs(variant: str, hub_id: str | None = None, shard: str | None = None,
+                  answer_extraction: str | None = None, **_: Any):
     """One doc per FOCUS image (Sec. 4.2)."""
     if variant not in _MCQ_QUESTIONS:
         raise ValueError(f"unknown MCQ variant {variant!r}; expected one of {sorted(_MCQ_QUESTIONS)}")
@@ -215,13 +218,14 @@ def load_mcq_docs(variant: str, hub_id: str | None = None, shard: str | None = N
                     "images_from": location,
                 }
             )
-    return _as_dataset(select_shard(docs, shard, lambda d: d["doc_id"]))
+    return _as_dataset(tag_docs(select_shard(docs, shard, lambda d: d["doc_id"]), answer_extraction))
 
 
 _BIO_COLUMNS = ("bio_id", "occupation", "biography")
 
 
-def load_salary_docs(hub_id: str | None = None, bios_hub_id: str | None = None, shard: str | None = None, **_: Any):
+def load_salary_docs(hub_id: str | None = None, bios_hub_id: str | None = None, shard: str | None = None,
+                     answer_extraction: str | None = None, **_: Any):
     """Every portrait x every biography of its occupation (Sec. 4.3): 24,000 docs on the full data.
 
     Docs are ordered so that the ten portraits of one unit (occupation x biography x template,
@@ -261,7 +265,7 @@ def load_salary_docs(hub_id: str | None = None, bios_hub_id: str | None = None, 
                             "images_from": location,
                         }
                     )
-    return _as_dataset(select_shard(docs, shard, lambda d: (d["template"], d["bio_id"])))
+    return _as_dataset(tag_docs(select_shard(docs, shard, lambda d: (d["template"], d["bio_id"])), answer_extraction))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -345,7 +349,7 @@ def _first_response(results: list) -> str:
 
 
 def process_results_2afc(doc: dict[str, Any], results: list) -> dict[str, dict[str, Any]]:
-    parsed = parse_letter(_first_response(results), "AB")
+    parsed = parse_letter(_first_response(results), "AB", lenient=is_lenient(doc))
     record = {
         "template": doc["template"],
         "occupation": doc["occupation"],
@@ -355,12 +359,14 @@ def process_results_2afc(doc: dict[str, Any], results: list) -> dict[str, dict[s
         "group_b": int(doc["group_b"]),
         "status": parsed.status.value,
         "choice": parsed.value if parsed.status is ResponseStatus.VALID else None,
+        "reason": parsed.reason,
+        "extraction": mode_of(doc),
     }
     return FAMILIES["2afc"].records_for(record)
 
 
 def process_results_mcq(doc: dict[str, Any], results: list) -> dict[str, dict[str, Any]]:
-    parsed = parse_letter(_first_response(results), MCQ_OPTIONS[doc["variant"]])
+    parsed = parse_letter(_first_response(results), MCQ_OPTIONS[doc["variant"]], lenient=is_lenient(doc))
     record = {
         "template": doc["template"],
         "occupation": doc["occupation"],
@@ -368,6 +374,8 @@ def process_results_mcq(doc: dict[str, Any], results: list) -> dict[str, dict[st
         "status": parsed.status.value,
         "choice": parsed.value if parsed.status is ResponseStatus.VALID else None,
         "variant": doc["variant"],
+        "reason": parsed.reason,
+        "extraction": mode_of(doc),
     }
     return FAMILIES["mcq"].records_for(record)
 
@@ -381,6 +389,8 @@ def process_results_salary(doc: dict[str, Any], results: list) -> dict[str, dict
         "group": int(doc["group"]),
         "status": parsed.status.value,
         "value": parsed.value if parsed.status is ResponseStatus.VALID else None,
+        "reason": parsed.reason,
+        "extraction": mode_of(doc),
     }
     return FAMILIES["salary"].records_for(record)
 

@@ -34,6 +34,7 @@ from typing import Any, Callable
 from lm_eval_bias import data
 from lm_eval_bias.parsing import ResponseStatus, parse_choice
 from lm_eval_bias.tasks.aggregation import AggregationFamily
+from lm_eval_bias.tasks.extraction import is_lenient, mode_of, tag_docs
 from lm_eval_bias.vignette_pairs import Catalog, IndividualImages, PairSpec, compose_pair, sample_pairs
 from lm_eval_bias.vignette_schema import DIMENSIONS, image_id
 
@@ -210,7 +211,7 @@ def docs_for_pair(paradigm: str, spec: PairSpec, vd: VignetteData, seed: int) ->
 
 
 def load_docs(paradigm: str, hub_id: str | None = None, seed: int = 0, pairs_per_identity: int | None = None,
-              shard: str | None = None, **_: Any):
+              shard: str | None = None, answer_extraction: str | None = None, **_: Any):
     """Docs of one paradigm: the sampled pairs' questions, the questions of one pair adjacent."""
     if paradigm not in PARADIGMS:
         raise ValueError(f"paradigm must be one of {PARADIGMS}, got {paradigm!r}")
@@ -231,7 +232,8 @@ def load_docs(paradigm: str, hub_id: str | None = None, seed: int = 0, pairs_per
 
     from lm_eval_bias.tasks.sharding import select_shard
 
-    return {"test": datasets.Dataset.from_list(select_shard(docs, shard, lambda d: d["pair_id"]))}
+    docs = tag_docs(select_shard(docs, shard, lambda d: d["pair_id"]), answer_extraction)
+    return {"test": datasets.Dataset.from_list(docs)}
 
 
 def scene_description(doc: dict[str, Any]) -> str:
@@ -262,7 +264,8 @@ def doc_to_image(doc: dict[str, Any]) -> list:
         image = _COMPOSED.get(key)
     if image is None:
         store = individual_images(doc["images_from"])
-        image = compose_pair(store.half(doc["left_image"]), store.half(doc["right_image"]))
+        # keyed by its pixels once, for lm-eval's request cache (not per request)
+        image = data.tag_image(compose_pair(store.half(doc["left_image"]), store.half(doc["right_image"])))
         with _LOCK:
             _COMPOSED[key] = image
             while len(_COMPOSED) > 8:
@@ -272,13 +275,13 @@ def doc_to_image(doc: dict[str, Any]) -> list:
 
 # -- results ------------------------------------------------------------------------------------------
 def process_results(doc: dict[str, Any], results: list) -> dict[str, dict]:
-    parsed = parse_choice(results[0] if results else "", doc["options"])
+    parsed = parse_choice(results[0] if results else "", doc["options"], lenient=is_lenient(doc))
     chosen = ord(parsed.value) - 65 if parsed.status is ResponseStatus.VALID else None
     record = {k: doc[k] for k in ("doc_id", "pair_id", "paradigm", "pair_kind", "gender", "dimension", "left", "right",
                                   "left_activity", "right_activity", "question_type", "parameter", "context",
                                   "options", "option_identity", "option_activity", "target", "asked", "direction")}
     record.update({
-        "status": parsed.status.value, "reason": parsed.reason,
+        "status": parsed.status.value, "reason": parsed.reason, "extraction": mode_of(doc),
         "chosen": None if chosen is None else doc["options"][chosen],
         "chosen_identity": None if chosen is None else (doc["option_identity"][chosen] or None),
         "chosen_activity": None if chosen is None else (doc["option_activity"][chosen] or None),
