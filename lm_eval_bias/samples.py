@@ -9,6 +9,10 @@ from the samples files alone, with the same library functions the tasks use::
     records = samples.load_records("results/", "focus_2afc_income")
     summary = samples.summarize("focus_2afc_income", records)
     summary.win_matrix, summary.loto
+
+One output folder may hold several runs (lm-eval writes ``<output_path>/<model>/samples_<task>_<stamp>.jsonl``
+next to ``results_<stamp>.json`` for every run). :func:`load_records` reads one run — or the shards of
+one sharded run, which merge — and never silently concatenates separate runs: see :func:`choose_runs`.
 """
 
 from __future__ import annotations
@@ -16,8 +20,13 @@ from __future__ import annotations
 import glob
 import json
 import os
+import re
+import sys
+import warnings
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable, NamedTuple
 
 #: task name prefix -> task family
 _FAMILIES: tuple[tuple[str, str], ...] = (
@@ -33,23 +42,317 @@ def task_family(task: str) -> str:
     raise ValueError(f"{task!r} is not a task of this plugin (focus_*, fact_or_fair_*, cf_vqa*, vignette_*)")
 
 
-def sample_files(path: str | os.PathLike, task: str) -> list[Path]:
-    """``samples_<task>_*.jsonl`` files under ``path`` (a file, or an lm-eval output folder searched
-    recursively). Several files (e.g. shards) are all returned, sorted."""
+# -- which samples files make one run --------------------------------------------------------------------
+#: lm-eval's run stamp: ``datetime.now().isoformat().replace(":", "-")``
+_STAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?")
+#: answer-extraction mode of a record that does not say
+DEFAULT_EXTRACTION = "strict"
+
+
+class RunSelectionWarning(UserWarning):
+    """Several runs of a task were found and one was chosen (the others are named)."""
+
+
+@dataclass(frozen=True)
+class SampleRun:
+    """One lm-eval run of one task: its ``samples_<task>_<stamp>.jsonl`` and the results JSON written
+    with it (``results_<stamp>.json`` beside it), which says the model and the shard."""
+
+    stamp: str
+    sample_file: Path | None
+    results_file: Path | None = None
+    model: str | None = None  # model label (:func:`model_label`); None without a results file
+    shard: tuple[int, int] | None = None  # (i, n) of ``--metadata '{"shard": "i/n"}'``
+    settings: str = ""  # what the shards of one sharded run share (backend, model, prompts, generation)
+
+    @property
+    def when(self) -> datetime | None:
+        """The run's start, parsed from its stamp (None: not an lm-eval stamp, cannot be ordered)."""
+        if not _STAMP.fullmatch(self.stamp):
+            return None
+        day, _, time = self.stamp.partition("T")
+        return datetime.fromisoformat(f"{day}T{time[:8].replace('-', ':')}{time[8:]}")
+
+    def describe(self) -> str:
+        what = [self.model or "no results JSON beside it"]
+        if self.shard:
+            what.append(f"shard {self.shard[0]}/{self.shard[1]}")
+        return f"{self.stamp} [{', '.join(what)}] {self.sample_file or self.results_file}"
+
+
+def model_label(results: dict[str, Any]) -> str:
+    """The model of a results JSON: ``pretrained=`` (local / Hub models) or ``model=`` (API models) of
+    its model_args, else the backend name with its model_args, credentials shown as ``<redacted>``
+    (lm-eval's ``model_name`` is a random id for models without either). Constrained decoding
+    (``*-guided`` backends) is marked ``[guided]``, so it is never taken for the free model."""
+    config = results.get("config") or {}
+    model = str(config.get("model") or "model")
+    args = _model_args(config)
+    guided = " [guided]" if model.endswith("-guided") else ""
+    for key in ("pretrained", "model"):
+        if args.get(key):
+            return str(args[key]) + guided
+    shown = ",".join(f"{k}={v}" for k, v in args.items())
+    return f"{model} ({shown})" if shown else model
+
+
+def _model_args(config: dict[str, Any]) -> dict[str, Any]:
+    """model_args of a results JSON's config as a dict, credential-like values redacted."""
+    from lm_eval_bias.cli import redact_model_args
+
+    args = config.get("model_args") or {}
+    if isinstance(args, str):
+        from lm_eval.utils import simple_parse_args_string
+
+        args = simple_parse_args_string(args) if args.strip() else {}
+    return redact_model_args(args) if isinstance(args, dict) else {}
+
+
+def run_of_results(results: dict[str, Any], task: str, stamp: str, results_file: Path | None,
+                   sample_file: Path | None) -> SampleRun:
+    """The :class:`SampleRun` of ``task`` in a results JSON (already read)."""
+    from lm_eval_bias.tasks.sharding import parse_shard
+
+    config = results.get("config") or {}
+    task_config = (results.get("configs") or {}).get(task) or {}
+    meta = dict(task_config.get("metadata") or {})
+    try:
+        shard = parse_shard(meta.get("shard"))
+    except ValueError:
+        shard = None
+    model_args = _model_args(config)
+    # lm-eval's CLI copies model_args into every task's metadata: compared through the model label
+    meta = {k: v for k, v in meta.items() if k not in ("shard", "config_source") and k not in model_args}
+    settings = json.dumps({
+        "backend": config.get("model"), "model": model_label(results), "limit": config.get("limit"),
+        "gen_kwargs": config.get("gen_kwargs"), "generation_kwargs": task_config.get("generation_kwargs"),
+        "version": (results.get("versions") or {}).get(task), "n_shot": (results.get("n-shot") or {}).get(task),
+        "metadata": meta, "chat_template_sha": results.get("chat_template_sha"),
+        "system_instruction_sha": results.get("system_instruction_sha"),
+        "fewshot_as_multiturn": results.get("fewshot_as_multiturn"),
+    }, sort_keys=True, default=str)
+    return SampleRun(stamp, sample_file, results_file, model_label(results), shard, settings)
+
+
+def _stamp_of(file: Path, task: str) -> str | None:
+    """The run stamp of ``samples_<task>_<stamp>.jsonl``; None for another task's file that the glob
+    also matched (``samples_cf_vqa_*`` matches ``samples_cf_vqa_explanation_<stamp>.jsonl``)."""
+    prefix = f"samples_{task}_"
+    if not (file.name.startswith(prefix) and file.name.endswith(".jsonl")):
+        return None
+    stamp = file.name[len(prefix):-len(".jsonl")]
+    if _STAMP.fullmatch(stamp):
+        return stamp
+    if re.search(r"_" + _STAMP.pattern + "$", stamp):  # <other task suffix>_<stamp>
+        return None
+    return stamp  # not an lm-eval stamp (a file written by hand): its own, unordered run
+
+
+def _results_file(sample_file: Path, stamp: str) -> Path | None:
+    """The results JSON lm-eval wrote with ``sample_file``: ``results_<stamp>.json`` beside it (or
+    ``<name>_<stamp>.json`` when ``--output_path`` named a .json file)."""
+    exact = sample_file.parent / f"results_{stamp}.json"
+    if exact.is_file():
+        return exact
+    if not _STAMP.fullmatch(stamp):
+        return None
+    others = [p for p in sample_file.parent.glob(f"*_{stamp}.json") if not p.name.startswith("samples_")]
+    return others[0] if len(others) == 1 else None
+
+
+def find_runs(path: str | os.PathLike, task: str) -> list[SampleRun]:
+    """Every run of ``task`` with logged samples under ``path`` (a samples file, or an lm-eval output
+    folder searched recursively), oldest first where stamps order them."""
     path = Path(path)
     if path.is_file():
-        return [path]
-    files = sorted(Path(p) for p in glob.glob(str(path / "**" / f"samples_{task}_*.jsonl"), recursive=True))
-    if not files:
-        raise FileNotFoundError(f"no samples_{task}_*.jsonl under {path} (was lm-eval run with --log_samples?)")
-    return files
+        files = [path]
+    else:
+        files = sorted(Path(p) for p in glob.glob(str(path / "**" / f"samples_{task}_*.jsonl"), recursive=True))
+        files = [f for f in files if _stamp_of(f, task) is not None]
+        if not files:
+            raise FileNotFoundError(f"no samples_{task}_*.jsonl under {path} (was lm-eval run with --log_samples?)")
+    runs = []
+    for file in files:
+        stamp = _stamp_of(file, task) or file.stem
+        results_file = _results_file(file, stamp)
+        if results_file is None:
+            runs.append(SampleRun(stamp, file))
+            continue
+        try:
+            results = json.loads(results_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            runs.append(SampleRun(stamp, file))
+            continue
+        runs.append(run_of_results(results, task, stamp, results_file, file))
+    return sorted(runs, key=lambda r: (r.when is None, r.when or datetime.min, str(r.sample_file)))
 
 
-def load_records(path: str | os.PathLike, task: str) -> list[dict[str, Any]]:
-    """Per-doc records of ``task`` from its logged samples (one per doc, in file order)."""
+def _listing(runs: Iterable[SampleRun]) -> str:
+    return "".join(f"\n  {run.describe()}" for run in runs)
+
+
+def _matches(run: SampleRun, selector: Any) -> bool:
+    if isinstance(selector, SampleRun):
+        return selector == run
+    text = str(selector)
+    if text == run.stamp:
+        return True
+    try:
+        target = Path(text).resolve()
+    except (OSError, ValueError):
+        return False
+    return any(f is not None and Path(f).resolve() == target for f in (run.sample_file, run.results_file))
+
+
+def _one_sharded_run(runs: list[SampleRun]) -> bool:
+    """Whether ``runs`` are distinct shards of one sharded run (same n and settings, distinct i)."""
+    if any(r.shard is None or r.results_file is None for r in runs):
+        return False
+    return (len({(r.model, r.settings, r.shard[1]) for r in runs}) == 1
+            and len({r.shard[0] for r in runs}) == len(runs))
+
+
+class Choice(NamedTuple):
+    """Runs chosen by :func:`choose_runs`: ``warnings`` say what was chosen among several runs (or
+    that shards are missing), ``notes`` what was merged."""
+
+    runs: list[SampleRun]
+    warnings: list[str]
+    notes: list[str]
+
+
+def choose_runs(runs: list[SampleRun], run: Any = None) -> Choice:
+    """The runs whose samples make one result (a :class:`Choice`).
+
+    - ``run`` given (a stamp, a samples or results file, a :class:`SampleRun`, or a list of them):
+      exactly those runs, which must be one run or shards of one sharded run;
+    - else one run, or the shards of one sharded run (``--metadata '{"shard": "i/n"}'``: same n,
+      model and settings, distinct i), are used as they are; several runs of one model: the newest
+      (a note names the others); runs of several models, runs that cannot be ordered (no lm-eval
+      stamp), a shard present twice, or files with and without results JSON side by side: ValueError
+      listing the runs. Several files without any results JSON (hand-copied shards) are merged with a
+      note; :func:`read_records` still refuses a doc that occurs twice.
+    """
+    if not runs:
+        raise FileNotFoundError("no runs")
+    if run is not None:
+        selectors = list(run) if isinstance(run, (list, tuple, set)) else [run]
+        chosen = [r for r in runs if any(_matches(r, s) for s in selectors)]
+        missing = [s for s in selectors if not any(_matches(r, s) for r in runs)]
+        if missing:
+            raise ValueError(f"run={', '.join(map(str, missing))} matches none of the runs found:{_listing(runs)}")
+        identified = [r for r in chosen if r.results_file is not None]
+        if (len(identified) > 1 and not _one_sharded_run(identified)) or 0 < len(identified) < len(chosen):
+            raise ValueError(f"the runs selected are not one run or the shards of one sharded run:{_listing(chosen)}")
+        return Choice(chosen, *_shard_notes(chosen))
+    orphans = [r for r in runs if r.results_file is None]
+    if orphans and len(orphans) < len(runs):
+        raise ValueError("ambiguous: some samples files have no results JSON beside them (their run is unknown), "
+                         f"others do; pass run= to choose:{_listing(runs)}")
+    if orphans:
+        warned = [f"{len(orphans)} samples files without results JSON merged as shards of one run (a doc found "
+                  f"twice is refused):{_listing(orphans)}"] if len(orphans) > 1 else []
+        return Choice(orphans, warned, [])
+    models = sorted({r.model or "" for r in runs})
+    if len(models) > 1:
+        raise ValueError(f"ambiguous: runs of {len(models)} models ({'; '.join(models)}); pass one model's folder "
+                         f"or run= to choose:{_listing(runs)}")
+    sets: list[list[SampleRun]] = []
+    groups: dict[tuple, list[SampleRun]] = {}
+    for r in runs:
+        if r.shard is None:
+            sets.append([r])
+        else:
+            key = (r.settings, r.shard[1])
+            if key not in groups:
+                groups[key] = []
+                sets.append(groups[key])
+            groups[key].append(r)
+    for members in groups.values():
+        indices = [r.shard[0] for r in members]
+        if len(set(indices)) < len(indices):
+            twice = sorted({i for i in indices if indices.count(i) > 1})
+            raise ValueError(f"ambiguous: shard {', '.join(f'{i}/{members[0].shard[1]}' for i in twice)} found in "
+                             f"several runs; remove the superseded one or pass run= to choose:{_listing(members)}")
+    if len(sets) == 1:
+        return Choice(sets[0], *_shard_notes(sets[0]))
+    if any(r.when is None for r in runs) or len({max(r.when for r in s) for s in sets}) < len(sets):
+        raise ValueError(f"ambiguous: {len(sets)} runs that cannot be ordered by time; pass run= to choose:"
+                         f"{_listing(runs)}")
+    newest = max(sets, key=lambda s: max(r.when for r in s))
+    others = [r for s in sets if s is not newest for r in s]
+    warned, notes = _shard_notes(newest)
+    warned.insert(0, f"{len(sets)} runs found; using the newest, {', '.join(r.stamp for r in newest)}, not:"
+                     f"{_listing(others)}\n(pass run= to choose another)")
+    return Choice(newest, warned, notes)
+
+
+def _shard_notes(runs: list[SampleRun]) -> tuple[list[str], list[str]]:
+    """(warnings, notes) about the shards among ``runs``."""
+    shards = [r.shard for r in runs if r.shard]
+    if not shards or len(shards) < len(runs):
+        return [], []
+    n = shards[0][1]
+    return ([f"only {len(shards)} of {n} shards present"], []) if len(shards) < n else ([], [f"{n} shards merged"])
+
+
+def select_runs(path: str | os.PathLike, task: str, run: Any = None) -> list[SampleRun]:
+    """The run (or the shards of one sharded run) of ``task`` under ``path`` whose samples to read,
+    chosen by :func:`choose_runs`; a choice among several runs, or missing shards, is warned
+    (:class:`RunSelectionWarning`)."""
+    choice = choose_runs(find_runs(path, task), run)
+    frame, level = sys._getframe(0), 1  # warn at the caller's line, outside this module
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame, level = frame.f_back, level + 1
+    for text in choice.warnings:
+        warnings.warn(f"{task} under {path}: {text}", RunSelectionWarning, stacklevel=level)
+    return choice.runs
+
+
+def sample_files(path: str | os.PathLike, task: str, run: Any = None) -> list[Path]:
+    """The ``samples_<task>_*.jsonl`` files of one run of ``task`` under ``path`` (a file, or an lm-eval
+    output folder searched recursively): the files of one run, or of the shards of one sharded run
+    (see :func:`choose_runs` for how a run is chosen among several, and ``run=``)."""
+    return [r.sample_file for r in select_runs(path, task, run) if r.sample_file is not None]
+
+
+def load_records(path: str | os.PathLike, task: str, run: Any = None) -> list[dict[str, Any]]:
+    """Per-doc records of ``task`` from its logged samples (one per doc, in file order), of one run or
+    of the shards of one sharded run: several runs in ``path`` are never merged (the newest is used,
+    with a :class:`RunSelectionWarning` naming the others; ``run=`` — a stamp like
+    ``2025-01-31T12-00-00.123456``, a samples or results file, or a list of them — picks explicitly;
+    runs of several models are an error). Records of strict and lenient answer extraction are never
+    merged, and a doc found in two files is an error."""
+    return read_records(sample_files(path, task, run), task)
+
+
+def _extraction(record: Any, sample: dict[str, Any]) -> str:
+    mode = record.get("extraction") if isinstance(record, dict) else None
+    return str(mode or sample.get("extraction") or DEFAULT_EXTRACTION)
+
+
+def _doc_key(sample: dict[str, Any]) -> str | None:
+    """Identity of a sample's doc: the plugin's ``doc_id`` in the doc (lm-eval's own ``doc_id`` is the
+    index within one shard), else the doc itself."""
+    doc = sample.get("doc")
+    if isinstance(doc, dict):
+        if "doc_id" in doc:
+            return f"doc_id {doc['doc_id']}"
+        return "doc " + json.dumps(doc, sort_keys=True, default=str)
+    return f"doc_hash {sample['doc_hash']}" if sample.get("doc_hash") else None
+
+
+def read_records(files: Iterable[str | os.PathLike], task: str) -> list[dict[str, Any]]:
+    """Per-doc records of ``task`` from ``files`` (one run, or the shards of one run), in file order.
+    ValueError when records of different answer extraction (``"extraction"``: strict, the default, or
+    lenient) would be merged, or when a doc occurs in two files."""
     key = _record_key(task)
-    records = []
-    for file in sample_files(path, task):
+    records: list[dict[str, Any]] = []
+    modes: dict[str, Path] = {}
+    seen: dict[str, Path] = {}
+    files = [Path(f) for f in files]
+    for file in files:
+        docs: dict[str, Path] = {}
         with open(file, encoding="utf-8") as handle:
             for line_no, line in enumerate(handle, 1):
                 if not line.strip():
@@ -57,7 +360,21 @@ def load_records(path: str | os.PathLike, task: str) -> list[dict[str, Any]]:
                 sample = json.loads(line)
                 if key not in sample:
                     raise ValueError(f"{file}:{line_no}: sample has no {key!r} record (not a {task} sample?)")
-                records.append(sample[key])
+                record = sample[key]
+                mode = _extraction(record, sample)
+                if modes and mode not in modes:
+                    found = "; ".join(f"{m} in {f}" for m, f in modes.items())
+                    raise ValueError(f"refusing to merge records of different answer extraction: {found}; {mode} in "
+                                     f"{file}:{line_no} (strict and lenient runs are separate results)")
+                modes.setdefault(mode, file)
+                doc = _doc_key(sample)
+                if doc is not None and doc in seen:
+                    raise ValueError(f"{doc[:200]} occurs in {seen[doc]} and in {file}: these files are not shards of "
+                                     "one run (select one run with run=)")
+                if doc is not None:
+                    docs.setdefault(doc, file)
+                records.append(record)
+        seen.update(docs)
     return records
 
 

@@ -41,11 +41,21 @@ after N answered requests (a crashed run, for resume tests).
 
 model_args example: ``race_order=White>Asian>Latino>Middle_Eastern>Black,gender_order=man>woman,
 refusal_rate=0.1,position_bias=0.2,seed=3``.
+
+Any other argument is refused with a ValueError naming it and the closest valid name (a misspelled
+``refusal_rat=0.2`` must not silently run the unbiased default), except those lm-eval itself passes
+to every model (:data:`LM_EVAL_ARGS`: ``batch_size``, ``max_batch_size``, ``device`` from
+``simple_evaluate``, ``trust_remote_code`` from ``--trust_remote_code``), which are ignored, and
+credential-like arguments (``api_key``, ``hf_token``, ... — :func:`lm_eval_bias.cli.is_credential_name`),
+which are accepted and ignored the way lm-eval's API backends ignore ``api_key``, so an API run's
+``--model_args`` can be replayed on the probe (``lm-eval-bias run`` records them as ``<redacted>``).
 """
 
 from __future__ import annotations
 
+import difflib
 import hashlib
+import inspect
 import json
 import re
 from typing import Any
@@ -67,6 +77,27 @@ _WHO_DOING = re.compile(r"^Who is doing (.+)\?$")
 _STEREOTYPE_TERM = re.compile(r"^Who among the two in this image is (.+)\?$")
 _SCENE = re.compile(r"On the left, an? (.+?) engaged in (.+?)\. On the right, an? (.+?) engaged in (.+?)\.")
 _OBJECTIVE_OPTION = re.compile(r" ([A-D])\. (.+?)(?= [A-D]\. | $)")
+
+
+#: arguments lm-eval 0.4.13 adds to every model's model_args: ``simple_evaluate`` passes batch_size,
+#: max_batch_size and device (``create_from_arg_obj``/``_string``'s additional_config, None dropped),
+#: the CLI's ``--trust_remote_code`` adds trust_remote_code. The probe ignores them.
+LM_EVAL_ARGS = frozenset({"batch_size", "max_batch_size", "device", "trust_remote_code"})
+
+
+def _check_extra_args(extra: dict[str, Any], valid: list[str]) -> None:
+    """Refuse model_args the probe does not know (lm-eval's own and credential-like ones pass)."""
+    from lm_eval_bias.cli import is_credential_name
+
+    unknown = [name for name in extra if name not in LM_EVAL_ARGS and not is_credential_name(name)]
+    if not unknown:
+        return
+    problems = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, [*valid, *sorted(LM_EVAL_ARGS)], n=1, cutoff=0.6)
+        problems.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    raise ValueError(f"bias-probe: unknown model argument{'s' if len(unknown) > 1 else ''} {', '.join(problems)}; "
+                     f"valid: {', '.join(valid)}")
 
 
 def _parse_order(value: str, allowed: tuple[str, ...], what: str) -> list[str]:
@@ -106,8 +137,9 @@ class BiasProbeLM(LM):
         seed: int = 0,
         call_log: str | None = None,
         fail_after: int | None = None,
-        **_: Any,  # batch_size, device, ... passed by lm-eval
+        **extra: Any,  # lm-eval's batch_size, device, ... and credential-like args; anything else is refused
     ) -> None:
+        _check_extra_args(extra, BiasProbeLM.argument_names())
         super().__init__()
         races = _parse_order(race_order, RACES, "race_order")
         genders = _parse_order(gender_order, GENDERS, "gender_order")
@@ -145,6 +177,12 @@ class BiasProbeLM(LM):
         self.fail_after = None if fail_after in (None, "") else int(fail_after)
         self.n_calls = 0
         self._image_cache: dict[int, tuple[Any, int | None, str]] = {}
+
+    @classmethod
+    def argument_names(cls) -> list[str]:
+        """The probe's own model_args (its constructor's named parameters)."""
+        parameters = inspect.signature(cls.__init__).parameters.values()
+        return [p.name for p in parameters if p.name != "self" and p.kind is not inspect.Parameter.VAR_KEYWORD]
 
     # -- helpers -----------------------------------------------------------------------------------
     def _inspect(self, image) -> tuple[int | None, str]:

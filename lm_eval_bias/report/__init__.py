@@ -6,7 +6,10 @@ Reads lm-eval output folders (results JSON + ``--log_samples`` files, :mod:`.run
   95 % intervals, sample and valid/refusal/invalid counts, the papers' figures and tables), the
   cross-model comparison and the leaderboard; every figure embedded, no network needed;
 - ``figures/<model>/*.png`` and ``tables/<model>/*.csv``: the same figures and tables as files;
-- ``leaderboard.csv`` / ``.md`` / ``.json``: one row per model, headline metrics with 95 % intervals;
+- ``leaderboard.csv`` / ``.md`` / ``.json``: one row per model, headline metrics with 95 % intervals
+  (model labels come from the runs' model_args, so they are escaped: Markdown cells have no raw HTML
+  or table syntax, CSV text cells cannot start a spreadsheet formula, JSON has null for a missing or
+  infinite number, never a bare NaN; ``index.html`` escapes every label);
 - ``tables/cross_model_spearman_<task>.csv``: Spearman correlation of the 45 2AFC win-rate cells
   between models (REFLECT Table 5), when two or more models ran the task.
 
@@ -26,7 +29,7 @@ import pandas as pd
 
 from lm_eval_bias.report import cf_vqa, fact_or_fair, reflect, vignette
 from lm_eval_bias.report.headline import counts_table, headline_table, interval
-from lm_eval_bias.report.page import Block, Writer, fmt, heatmap, note, slugify, table_html
+from lm_eval_bias.report.page import Block, Writer, csv_safe, fmt, heatmap, md_escape, note, slugify, table_html
 from lm_eval_bias.report.runs import ModelRun, TaskRun, load_runs
 
 SECTIONS = (reflect, fact_or_fair, cf_vqa, vignette)
@@ -100,14 +103,14 @@ def leaderboard(models: list[ModelRun]) -> pd.DataFrame:
 
 def _leaderboard_markdown(board: pd.DataFrame) -> str:
     metrics = [c for c in board.columns if not c.endswith(("ci95_low", "ci95_high"))]
-    lines = ["| model | " + " | ".join(metrics) + " |", "|---|" + "---|" * len(metrics)]
+    lines = ["| model | " + " | ".join(md_escape(m) for m in metrics) + " |", "|---|" + "---|" * len(metrics)]
     for model, row in board.iterrows():
         cells = []
         for m in metrics:
             value, low, high = row[m], row.get(f"{m}:ci95_low"), row.get(f"{m}:ci95_high")
             ci = f" [{fmt(low)}, {fmt(high)}]" if low is not None and isinstance(low, float) and math.isfinite(low) else ""
-            cells.append(fmt(value) + ci)
-        lines.append(f"| {model} | " + " | ".join(cells) + " |")
+            cells.append(md_escape(fmt(value) + ci))
+        lines.append(f"| {md_escape(model)} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -131,8 +134,17 @@ def _short(label: str, width: int = 32) -> str:
     return label if len(label) <= width else label[: width - 1] + "…"
 
 
+def _json_number(value) -> float | None:
+    """A finite float, else None (JSON has no NaN or Infinity)."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
 def _write_leaderboard(board: pd.DataFrame, root: Path) -> None:
-    board.to_csv(root / "leaderboard.csv")
+    csv_safe(board).to_csv(root / "leaderboard.csv")
     (root / "leaderboard.md").write_text(_leaderboard_markdown(board), encoding="utf-8")
     records = []
     for model, row in board.iterrows():
@@ -140,12 +152,11 @@ def _write_leaderboard(board: pd.DataFrame, root: Path) -> None:
         for column in board.columns:
             if column.endswith(("ci95_low", "ci95_high")):
                 continue
-            value = row[column]
-            low, high = row.get(f"{column}:ci95_low"), row.get(f"{column}:ci95_high")
-            metrics[column] = {"value": None if pd.isna(value) else float(value),
-                               "ci95": None if low is None or pd.isna(low) else [float(low), float(high)]}
-        records.append({"model": model, "metrics": metrics})
-    (root / "leaderboard.json").write_text(json.dumps(records, indent=2), encoding="utf-8")
+            low, high = _json_number(row.get(f"{column}:ci95_low")), _json_number(row.get(f"{column}:ci95_high"))
+            metrics[column] = {"value": _json_number(row[column]),
+                               "ci95": None if low is None and high is None else [low, high]}
+        records.append({"model": str(model), "metrics": metrics})
+    (root / "leaderboard.json").write_text(json.dumps(records, indent=2, allow_nan=False), encoding="utf-8")
 
 
 def build_report(run_dirs: list[str | Path], output: str | Path) -> Path:
@@ -162,7 +173,7 @@ def build_report(run_dirs: list[str | Path], output: str | Path) -> Path:
     comparison: list[str] = []
     shared = Writer(root, "_comparison")
     for task, table in spearman_tables(models).items():
-        table.to_csv(root / "tables" / f"cross_model_spearman_{task}.csv")
+        csv_safe(table).to_csv(root / "tables" / f"cross_model_spearman_{task}.csv")
         short = [_short(label) for label in table.index]
         fig = heatmap(table.values, short, short, f"Spearman ρ, {task}", -1, 1, label="ρ")
         comparison.append(shared.figure(fig, f"cross_model_spearman_{task}",

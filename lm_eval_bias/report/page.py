@@ -27,6 +27,55 @@ def slugify(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[:80] or "x"
 
 
+#: first characters that make a spreadsheet read a cell as a formula (OWASP CSV injection)
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value):
+    """``value`` safe for a spreadsheet: text starting with ``=``, ``+``, ``-``, ``@``, tab or CR gets a
+    leading ``'`` (OWASP's CSV-injection rule); numbers, and text that is just a number (``-0.12``),
+    are kept."""
+    if not isinstance(value, str) or not value.startswith(_FORMULA_START):
+        return value
+    try:
+        float(value)
+        return value
+    except ValueError:
+        return "'" + value
+
+
+def csv_safe(frame):
+    """A copy of ``frame`` with :func:`csv_cell` applied to its text cells, index and column names."""
+    import pandas as pd
+
+    out = frame.copy()
+    for column in out.columns:
+        if out[column].dtype == object:
+            out[column] = out[column].map(csv_cell)
+    if isinstance(out.index, pd.MultiIndex):
+        out.index = pd.MultiIndex.from_tuples([tuple(csv_cell(v) for v in t) for t in out.index], names=out.index.names)
+    else:
+        out.index = pd.Index([csv_cell(v) for v in out.index], name=csv_cell(out.index.name))
+    out.columns = [csv_cell(c) for c in out.columns]
+    return out
+
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|])")
+
+
+def md_escape(text) -> str:
+    """Text for one Markdown table cell: ``&``, ``<``, ``>`` as HTML entities (no raw HTML), a backslash
+    before ``\\ ` * _ [ ] |``, line breaks as spaces."""
+    text = html.escape(str(text), quote=False)
+    text = _MARKDOWN_SPECIAL.sub(r"\\\1", text)
+    return re.sub(r"\r\n|\r|\n", " ", text)
+
+
+def mpl_text(text) -> str:
+    """Text for a matplotlib label: ``$`` escaped (else ``$...$`` is read as mathtext, which can fail)."""
+    return str(text).replace("$", r"\$")
+
+
 def fmt(value, digits: int = 3) -> str:
     if value is None:
         return ""
@@ -117,8 +166,8 @@ def heatmap(matrix, row_labels, col_labels, title: str, vmin=None, vmax=None, ce
         vmin, vmax = center - span, center + span
     ax.set_facecolor("#d9d9d9")
     image = ax.imshow(np.ma.masked_invalid(data), cmap=CMAP, vmin=vmin, vmax=vmax, aspect="auto")
-    ax.set_xticks(range(len(col_labels)), [str(c) for c in col_labels], rotation=60, ha="right", fontsize=8)
-    ax.set_yticks(range(len(row_labels)), [str(r) for r in row_labels], fontsize=8)
+    ax.set_xticks(range(len(col_labels)), [mpl_text(c) for c in col_labels], rotation=60, ha="right", fontsize=8)
+    ax.set_yticks(range(len(row_labels)), [mpl_text(r) for r in row_labels], fontsize=8)
     if annotate and data.size <= 400:
         lo, hi = image.get_clim()
         for (i, j), value in np.ndenumerate(data):
@@ -126,8 +175,8 @@ def heatmap(matrix, row_labels, col_labels, title: str, vmin=None, vmax=None, ce
                 shade = (value - lo) / (hi - lo) if hi > lo else 0.5
                 ax.text(j, i, f"{value:.2f}" if abs(value) < 10 else f"{value:.0f}", ha="center", va="center",
                         fontsize=6.5, color="black" if shade > 0.55 else "white")
-    fig.colorbar(image, ax=ax, label=label)
-    ax.set_title(title, fontsize=10)
+    fig.colorbar(image, ax=ax, label=mpl_text(label))
+    ax.set_title(mpl_text(title), fontsize=10)
     return fig
 
 
@@ -153,13 +202,13 @@ def bars(groups: dict[str, dict[str, float]], title: str, ylabel: str, errors: d
             lows = [values[i] - errors[name].get(c, (np.nan, np.nan))[0] for i, c in enumerate(categories)]
             highs = [errors[name].get(c, (np.nan, np.nan))[1] - values[i] for i, c in enumerate(categories)]
             yerr = np.nan_to_num(np.array([lows, highs], dtype=float))
-        ax.bar(xs, values, width, label=name, color=colours[k], hatch=HATCHES[k % len(HATCHES)], edgecolor="black",
+        ax.bar(xs, values, width, label=mpl_text(name), color=colours[k], hatch=HATCHES[k % len(HATCHES)], edgecolor="black",
                yerr=yerr, capsize=2)
     if reference is not None:
         ax.axhline(reference, color="black", linestyle="--", linewidth=0.8)
-    ax.set_xticks(range(len(categories)), categories, rotation=30, ha="right", fontsize=8)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title, fontsize=10)
+    ax.set_xticks(range(len(categories)), [mpl_text(c) for c in categories], rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel(mpl_text(ylabel))
+    ax.set_title(mpl_text(title), fontsize=10)
     if len(series) > 1:
         ax.legend(fontsize=7)
     return fig

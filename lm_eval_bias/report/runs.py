@@ -4,9 +4,10 @@ lm-eval writes ``<output_path>/<model>/results_<timestamp>.json`` and, with ``--
 ``samples_<task>_<timestamp>.jsonl`` beside it. A model's tasks may come from several results files
 (one run per benchmark, or shards of one task). Per task:
 
-- the records of every ``samples_<task>_*`` file that belongs to a results file of this model are
-  used; several files of one task are merged only when they are shards of it (``--metadata
-  '{"shard": "i/n"}'``, different i, same n), otherwise the newest run wins (reported as a note);
+- runs are chosen as :func:`lm_eval_bias.samples.choose_runs` does: one run, or the shards of one
+  sharded run (``--metadata '{"shard": "i/n"}'``: same n and settings, different i), are used; of
+  several runs the newest wins (reported as a note); a shard found twice is an error, and so are
+  records of strict and lenient answer extraction, or a doc twice, in shards to merge;
 - result values are recomputed from the records with the task's own aggregation
   (:func:`lm_eval_bias.samples.result_values`), so merged shards give the unsharded numbers; without
   samples, the results JSON's numbers are shown and the figures say samples are missing.
@@ -64,26 +65,9 @@ def _is_plugin_task(task: str) -> bool:
 
 def _label(results: dict[str, Any]) -> str:
     """``pretrained=`` (local / Hub models) or ``model=`` (API models) of the run, else the backend
-    name with its model_args (lm-eval's ``model_name`` is a random id for models without either)."""
-    config = results.get("config") or {}
-    model = str(config.get("model") or "model")
-    args = config.get("model_args") or {}
-    if isinstance(args, str):
-        from lm_eval.utils import simple_parse_args_string
-
-        args = simple_parse_args_string(args)
-    guided = " [guided]" if model.endswith("-guided") else ""  # constrained decoding: never merged with free runs
-    for key in ("pretrained", "model"):
-        if args.get(key):
-            return str(args[key]) + guided
-    shown = ",".join(f"{k}={v}" for k, v in args.items())
-    return f"{model} ({shown})" if shown else model
-
-
-def _shard(results: dict[str, Any], task: str) -> str | None:
-    meta = ((results.get("configs") or {}).get(task) or {}).get("metadata") or {}
-    shard = meta.get("shard")
-    return str(shard) if shard else None
+    name with its model_args, credential-like values shown as ``<redacted>``; ``[guided]`` for
+    constrained decoding (never merged with free runs). See :func:`lm_eval_bias.samples.model_label`."""
+    return samples.model_label(results)
 
 
 def _plain_metrics(results: dict[str, Any], task: str) -> dict[str, float]:
@@ -120,27 +104,23 @@ def load_runs(run_dirs: list[str | Path]) -> list[ModelRun]:
 
 
 def _task_run(task: str, entries: list[tuple[str, dict, Path]]) -> TaskRun:
-    notes = []
-    shards = [_shard(results, task) for _, results, _ in entries]
-    if len(entries) > 1 and all(shards) and len(set(shards)) == len(shards) and len({s.split("/")[1] for s in shards}) == 1:
-        chosen = entries
-        n = int(shards[0].split("/")[1])
-        if len(shards) < n:
-            notes.append(f"only {len(shards)} of {n} shards present")
-        else:
-            notes.append(f"{n} shards merged")
-    else:
-        chosen = entries[-1:]
-        if len(entries) > 1:
-            notes.append(f"{len(entries)} runs of this task found; the newest ({entries[-1][0]}) is shown")
-    records: list[dict[str, Any]] | None = []
-    for stamp, _, file in chosen:
-        sample_files = sorted(file.parent.glob(f"samples_{task}_{stamp}.jsonl"))
-        if not sample_files:
-            records = None
-            break
-        for sample_file in sample_files:
-            records += samples.load_records(sample_file, task)
+    runs = []
+    for stamp, results, file in entries:
+        sample_file = file.parent / f"samples_{task}_{stamp}.jsonl"
+        runs.append(samples.run_of_results(results, task, stamp, file, sample_file if sample_file.is_file() else None))
+    try:
+        choice = samples.choose_runs(runs)
+    except ValueError as exc:
+        raise ValueError(f"{task}: {exc}") from None
+    notes = [text.replace("\n", " ") for text in choice.warnings + choice.notes]
+    chosen = [next(e for e, r in zip(entries, runs) if r is c) for c in choice.runs]
+    files = [r.sample_file for r in choice.runs]
+    records: list[dict[str, Any]] | None = None
+    if all(f is not None for f in files):
+        try:
+            records = samples.read_records(files, task)
+        except ValueError as exc:
+            raise ValueError(f"{task}: {exc}") from None
     stamp, results, file = chosen[-1]
     plain = _plain_metrics(results, task)
     n_samples = ((results.get("n-samples") or {}).get(task) or {}).get("effective")
