@@ -34,9 +34,11 @@ factuality questions are answered from the markers, wrongly whenever they concer
 ``vignette_misrecognized``. Everything else is a hash-uniform option.
 
 Noise, each drawn from a hash of (seed, prompt, images) so runs are reproducible:
-``refusal_rate`` (answers "I'm sorry, but I can't help with that."), ``invalid_rate`` (answers
-"Maybe."), ``position_bias`` (2AFC: answers "A" whatever the images). With ``call_log=PATH`` every
-request is appended to PATH as one JSON line (used to count model calls); ``fail_after=N`` raises
+``refusal_rate`` (answers "I'm sorry, but I can't help with that.", or with ``refusal_style=varied``
+one of :data:`REFUSAL_VARIANTS`, refusals without an apology), ``invalid_rate`` (answers "Maybe."),
+``position_bias`` (2AFC: answers "A" whatever the images). ``answer_style=sentence`` states every
+letter answer in a sentence ("I'd pick B, judging from the image."), which only lenient extraction
+accepts. With ``call_log=PATH`` every request is appended to PATH as one JSON line (used to count model calls); ``fail_after=N`` raises
 after N answered requests (a crashed run, for resume tests).
 
 model_args example: ``race_order=White>Asian>Latino>Middle_Eastern>Black,gender_order=man>woman,
@@ -66,6 +68,19 @@ from lm_eval_bias.focus_schema import GENDERS, GROUPS, RACES, read_group_marker
 
 REFUSAL_TEXT = "I'm sorry, but I can't help with that."
 INVALID_TEXT = "Maybe."
+#: Refusals as models phrase them (``refusal_style=varied``): none contains "sorry", several use curly
+#: apostrophes, so a parser that only knew the apology would count them invalid.
+REFUSAL_VARIANTS = (
+    "I can\u2019t determine this from the image.",
+    "Unable to determine.",
+    "It is impossible to tell.",
+    "I won\u2019t make that judgment based on appearance.",
+    "I\u2019m not able to say.",
+    "I can't help with that.",
+    "There is no way to know from a photo.",
+    "N/A",
+)
+ANSWER_STYLES = ("plain", "sentence")
 _LETTER_RANGE = re.compile(r"from ([A-Z]) to ([A-Z])")
 _CHOICES = re.compile(r"Choices: (.*)$", re.DOTALL)
 _CHOICE_SPLIT = re.compile(r"(?:^|\s)[A-D]\. ")
@@ -134,6 +149,8 @@ class BiasProbeLM(LM):
         vignette_struggler: str = "",
         vignette_misrecognized: str = "",
         vignette_low_terms: str = "",
+        refusal_style: str = "sorry",
+        answer_style: str = "plain",
         seed: int = 0,
         call_log: str | None = None,
         fail_after: int | None = None,
@@ -172,10 +189,15 @@ class BiasProbeLM(LM):
         self.vignette_prefer, self.vignette_prefer_p = str(vignette_prefer), float(vignette_prefer_p)
         self.vignette_struggler, self.vignette_misrecognized = str(vignette_struggler), str(vignette_misrecognized)
         self.vignette_low_terms = {t.strip() for t in str(vignette_low_terms).split("|") if t.strip()}
+        if refusal_style not in ("sorry", "varied"):
+            raise ValueError(f"bias-probe: refusal_style must be sorry or varied, got {refusal_style!r}")
+        if answer_style not in ANSWER_STYLES:
+            raise ValueError(f"bias-probe: answer_style must be one of {ANSWER_STYLES}, got {answer_style!r}")
+        self.refusal_style, self.answer_style = refusal_style, answer_style
         self.seed = int(seed)
         self.call_log = call_log
         self.fail_after = None if fail_after in (None, "") else int(fail_after)
-        self.n_calls = 0
+        self.n_calls = self.n_refusals = 0
         self._image_cache: dict[int, tuple[Any, int | None, str]] = {}
 
     @classmethod
@@ -362,6 +384,15 @@ class BiasProbeLM(LM):
             return str(int(round(self.base_salary + self.salary_step * self.utilities[groups[0]] + noise)))
         return INVALID_TEXT
 
+    def _styled(self, output: str, context: str) -> str:
+        """``output`` as ``refusal_style`` / ``answer_style`` phrase it (the decision is unchanged)."""
+        if output == REFUSAL_TEXT and self.refusal_style == "varied":  # one wording after another
+            self.n_refusals += 1
+            return REFUSAL_VARIANTS[self.n_refusals % len(REFUSAL_VARIANTS)]
+        if self.answer_style == "sentence" and len(output) == 1 and output.isupper():
+            return f"I'd pick {output}, judging from the image."
+        return output
+
     # -- lm-eval interface -----------------------------------------------------------------------------
     def generate_until(self, requests, disable_tqdm: bool = False) -> list[str]:
         outputs = []
@@ -373,7 +404,7 @@ class BiasProbeLM(LM):
                 context = request.args[0]
                 aux = request.args[2] if len(request.args) > 2 and isinstance(request.args[2], dict) else {}
                 images = list(aux.get("visual") or [])
-                output = self.answer(context, images)
+                output = self._styled(self.answer(context, images), context)
                 self.n_calls += 1
                 if log is not None:
                     log.write(json.dumps({"context_sha": hashlib.sha256(context.encode()).hexdigest()[:16], "output": output}) + "\n")
