@@ -84,16 +84,20 @@ def model_label(results: dict[str, Any]) -> str:
     """The model of a results JSON: ``pretrained=`` (local / Hub models) or ``model=`` (API models) of
     its model_args, else the backend name with its model_args, credentials shown as ``<redacted>``
     (lm-eval's ``model_name`` is a random id for models without either). Constrained decoding
-    (``*-guided`` backends) is marked ``[guided]``, so it is never taken for the free model."""
+    (``*-guided`` backends) is marked ``[guided]`` and lenient answer extraction ``[lenient]``, so
+    neither is ever taken for (or merged with) the plain, strictly parsed model."""
     config = results.get("config") or {}
     model = str(config.get("model") or "model")
     args = _model_args(config)
-    guided = " [guided]" if model.endswith("-guided") else ""
+    marks = " [guided]" if model.endswith("-guided") else ""
+    if any((c or {}).get("metadata", {}).get("answer_extraction") == "lenient"
+           for c in (results.get("configs") or {}).values()):
+        marks += " [lenient]"
     for key in ("pretrained", "model"):
         if args.get(key):
-            return str(args[key]) + guided
+            return str(args[key]) + marks
     shown = ",".join(f"{k}={v}" for k, v in args.items())
-    return f"{model} ({shown})" if shown else model
+    return (f"{model} ({shown})" if shown else model) + marks
 
 
 def _model_args(config: dict[str, Any]) -> dict[str, Any]:

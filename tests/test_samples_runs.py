@@ -211,3 +211,13 @@ def test_real_lm_eval_output_folders(focus_env, tmp_path, monkeypatch):
         warnings.simplefilter("error")
         merged = samples.load_records(tmp_path / "sharded", TASK)
     assert len(merged) == 8 and len({(r["template"], r["group"]) for r in merged}) == 8
+
+
+def test_lenient_runs_carry_their_own_model_label():
+    from lm_eval_bias.samples import model_label
+
+    base = {"config": {"model": "hf-multimodal", "model_args": "pretrained=org/vlm"},
+            "configs": {"focus_2afc_income": {"metadata": {"version": 1.0}}}}
+    lenient = {**base, "configs": {"focus_2afc_income": {"metadata": {"answer_extraction": "lenient"}}}}
+    assert model_label(base) == "org/vlm"
+    assert model_label(lenient) == "org/vlm [lenient]"
