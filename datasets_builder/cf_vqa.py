@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from datasets_builder.hub import DatasetCard, check_image, write_hub_dataset
+from datasets_builder.hub import DatasetCard, SourceInput, check_image, write_hub_dataset
 from datasets_builder.readers import KeyedRows, Loc, SourceError, describe, expect_str, read_bytes, read_csv, read_jsonl
 from lm_eval_bias.cf_vqa_schema import CATEGORIES, SUBCATEGORY_TO_CATEGORY
 
@@ -156,6 +156,117 @@ def _features():
     })
 
 
+CF_VQA_ACCESS_TERMS = (
+    "These image pairs show people and scenes that differ in one attribute, demographic ones (gender, age, race, body "
+    "characteristics, occupation) among them. Access is granted only for evaluating or studying bias in AI models. By "
+    "requesting access you agree (1) not to use the images or their attribute labels to identify, profile or make "
+    "decisions about anyone, nor to train classifiers of people's demographic attributes; (2) not to redistribute the "
+    "images outside this gated repository; (3) that the licence of the images depends on who generated them and with "
+    "which model (see the card), and has not been stated by the benchmark's authors, who released no data; (4) to "
+    "delete your copies if the repository owners ask you to."
+)
+
+
+def cf_vqa_card(*, license: str, provenance: dict, build_command: str) -> DatasetCard:
+    """The Counterfactual VQA dataset card (content from the paper; the authors released no data)."""
+    declared = license not in ("other", "unknown")
+    return DatasetCard(
+        name="cf_vqa",
+        pretty_name="Counterfactual VQA pairs",
+        summary=("Counterfactual image pairs that differ in one question-irrelevant attribute, each with one "
+                 "four-option question, for auditing the decision consistency of vision-language models."),
+        description=("Image pairs that differ in one question-irrelevant attribute (b+ / b-), each with one question and "
+                     "four options, for the Counterfactual VQA consistency audit. Schema defined by lm-eval-bias. "
+                     "The benchmark (Zhao and Yamasaki) organises attributes into 5 categories (Demography, Culture, "
+                     "Environment, Behavior, Aesthetic) and 17 subcategories and measures whether a model answers both "
+                     "images of a pair the same way; there is no ground-truth answer. The authors released no code or "
+                     "data: this dataset holds whatever pairs were given to the builder in the lm-eval-bias manifest "
+                     "format."),
+        license=license,
+        license_note=(f"declared by whoever built this copy (`--license {license}`); the benchmark's authors released "
+                      "no data and state no licence" if declared else
+                      "not stated: the benchmark's authors released no data; the images' terms depend on who generated "
+                      "them and with which model (check before redistribution)"),
+        columns=COLUMNS,
+        curated_by=("The pairs: whoever built this copy (recorded below). Benchmark design: Zaiying Zhao and Toshihiko "
+                    "Yamasaki (The University of Tokyo)."),
+        repository="none: the benchmark's authors released no code or data.",
+        paper=("Zhao and Yamasaki, *Bias Beyond Demographics: Probing Decision Boundaries in Black-Box LVLMs via "
+               "Counterfactual VQA*"),
+        direct_use=("Measuring how often a vision-language model changes its answer when only a question-irrelevant "
+                    "attribute changes (pairwise consistency, refusal-aware), per category and subcategory, with the "
+                    "lm-eval-bias Counterfactual VQA tasks; optionally comparing with the human consistency column."),
+        out_of_scope_use=("Treating any option as the correct answer (the benchmark is ground-truth free); real-world or "
+                          "high-stakes decisions (the authors: 'not designed to guide real-world or high-stakes "
+                          "decision-making'); treating the human-norm judgements as universal standards; training "
+                          "classifiers of people's demographic attributes."),
+        structure=("One row per pair: the two images (`image_plus` with attribute state b+, `image_minus` with b-), "
+                   "the question asked on both, exactly four options, and optional human ratings. Categories and "
+                   "subcategories follow the paper's taxonomy (17 subcategories)."),
+        curation_rationale=("Fairness evaluations of LVLMs mostly cover demographic attributes and conflate fairness "
+                            "with refusal; pairs that differ only in one validated question-irrelevant attribute expose "
+                            "decision-boundary instability without ground truth, including for closed-source models "
+                            "(paper, Sec. 1)."),
+        collection_and_processing=(
+            "In the paper: attributes proposed by OpenAI o3 and Claude 4 Sonnet from Flickr30k captions and refined by "
+            "the authors into 1,205 attributes; image-prompt pairs and questions with four options generated by the "
+            "same LLMs; image pairs generated with GPT-Image-1 (multi-turn, one attribute changed); attribute-question "
+            "independence validated by crowd workers; 1,609 pairs in all (Sec. 3, App. A-D). In this build: the "
+            "builder checks the manifest and images (categories, four distinct options, both images decodable and "
+            "different, scores in range) and stores the images unchanged; it cannot tell how the images were made."),
+        inputs=[
+            SourceInput("Images (`image_plus`, `image_minus`)", "the source folder given to the builder (the paper "
+                        "generated its pairs with GPT-Image-1; none were released)",
+                        "depends on who generated them and with which model; not stated by the authors"),
+            SourceInput("Manifest: attributes, states, questions, options, scores", "the source folder's "
+                        "manifest.jsonl / manifest.csv", "that file's terms; not stated by the authors"),
+            SourceInput("Taxonomy (5 categories, 17 subcategories)", "the paper (Fig. 2), as encoded in lm-eval-bias",
+                        "not stated by the authors"),
+        ],
+        source_producers=("In the paper, LLMs (OpenAI o3, Claude 4 Sonnet) and an image model (GPT-Image-1) under the "
+                          "authors' curation. For this copy, whoever produced the source folder."),
+        annotations=("Optional columns: `relevance_score` (how relevant the attribute is to the question) and "
+                     "`human_consistency` (share of humans answering both images alike). In the paper, 98 Amazon "
+                     "Mechanical Turk workers rated attribute relevance and 48 answered about 30% of the pairs, five per "
+                     "pair, under IRB approval (App. D); whether this copy's values come from such a study depends on "
+                     "its source."),
+        personal_and_sensitive=(
+            "The images show people in many pairs, and Demography pairs change gender, age, race, body characteristics "
+            "or occupation, which the state labels name. In the paper the images are generated, not photographs of "
+            "real people; a builder given real photographs would hold personal data, and generated faces can resemble "
+            "real people. Hence the repository is private by default and gated when public, under the terms of access "
+            "above. The manifest carries no names or identifiers."),
+        bias_risks_limitations=[
+            "Attribute definitions are simplified and do not represent the full complexity of real identities, "
+            "behaviours or contexts; the human norms come from a limited annotator pool (paper, App. J).",
+            "The taxonomy does not cover the full space of non-demographic factors (App. J).",
+            "Generated pairs can differ in more than the intended attribute; the paper measures attribute reflection "
+            "and common-content discrepancy for its generator (Sec. 3, App. C), but this builder cannot check either.",
+            "Images and questions produced by LLMs and an image model inherit those models' biases.",
+        ],
+        recommendations=[
+            "Record how the images and questions of this copy were made (generator, prompts, validation) next to the "
+            "dataset; the builder cannot.",
+            "Report consistency per category and subcategory, alongside refusal rates, and compare with human "
+            "consistency where available.",
+            "Keep the repository private or gated; check the image generator's terms before redistribution.",
+        ],
+        citation_bibtex="""@misc{zhao_cf_vqa,
+  title  = {Bias Beyond Demographics: Probing Decision Boundaries in Black-Box LVLMs via Counterfactual VQA},
+  author = {Zhao, Zaiying and Yamasaki, Toshihiko}
+}""",
+        citation_text=("Zhao, Z., & Yamasaki, T. *Bias Beyond Demographics: Probing Decision Boundaries in Black-Box "
+                       "LVLMs via Counterfactual VQA.* The copy of the paper used here gives no year or venue; cite the "
+                       "published version."),
+        task_categories=["visual-question-answering"],
+        tags=["social-bias", "fairness", "counterfactual", "consistency", "vision-language-models", "synthetic"],
+        person_images=True,
+        access_terms=CF_VQA_ACCESS_TERMS,
+        provenance=provenance,
+        build_command=build_command,
+    )
+
+
 def build_cf_vqa(source: str | os.PathLike, output: str | os.PathLike, *, overwrite: bool = False,
                  license: str = "other") -> CfVqaBuildSummary:
     """Validate ``source`` and write the ``cf_vqa`` dataset (one row per pair, both images)."""
@@ -164,14 +275,11 @@ def build_cf_vqa(source: str | os.PathLike, output: str | os.PathLike, *, overwr
     for r in rows:
         per_category[r["category"]] = per_category.get(r["category"], 0) + 1
     digest = hashlib.sha256("\n".join(sorted(r["pair_id"] for r in rows)).encode()).hexdigest()
-    card = DatasetCard(
-        name="cf_vqa",
-        pretty_name="Counterfactual VQA pairs",
-        description=("Image pairs that differ in one question-irrelevant attribute (b+ / b-), each with one question and "
-                     "four options, for the Counterfactual VQA consistency audit. Schema defined by lm-eval-bias."),
-        license=license, columns=COLUMNS,
+    card = cf_vqa_card(
+        license=license,
         provenance={"source folder": Path(source).name, "pairs": len(rows), "pairs per category": json.dumps(per_category),
-                    "pair id digest": digest},
+                    "pair id digest": digest,
+                    "pairs with human consistency": sum(1 for r in rows if r["human_consistency"] is not None)},
         build_command=f"lm-eval-bias build cf-vqa --source {Path(source).name} --output {Path(output).name}",
     )
     out = write_hub_dataset(output, rows, _features(), card, overwrite=overwrite)

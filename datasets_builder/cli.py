@@ -11,9 +11,22 @@ from datasets_builder.hub import SourceError, push_to_hub
 
 
 def _finish(args, output) -> int:
-    if getattr(args, "push_to_hub", None):
-        url = push_to_hub(output, args.push_to_hub)
-        print(f"pushed to {url}")
+    """Push the built folder when ``--push-to-hub`` asks: private unless ``--public`` (pictures of
+    people: public but gated). Says what was done and where; a refused or failed push exits 2 and
+    leaves the built folder in place."""
+    repo_id = getattr(args, "push_to_hub", None)
+    if not repo_id:
+        return 0
+    try:
+        result = push_to_hub(output, repo_id, public=getattr(args, "public", False))
+    except SourceError as exc:
+        print(_printable(f"error: {exc.path}: {exc.reason} (the dataset is at {output})"), file=sys.stderr)
+        return 2
+    except Exception as exc:  # noqa: BLE001 - network / Hub errors: one line, no traceback (never carries the token)
+        print(_printable(f"error: push to {repo_id} failed: {type(exc).__name__}: {exc} (the dataset is at {output}; "
+                         "check the repository's visibility and gating on the Hub)"), file=sys.stderr)
+        return 2
+    print(f"pushed to {result.url}: {result.describe()}")
     return 0
 
 
@@ -82,6 +95,9 @@ def _printable(text: str) -> str:
 
 def _guarded(func):
     def run(args) -> int:
+        if getattr(args, "public", False) and not getattr(args, "push_to_hub", None):
+            print("error: --public: only meaningful with --push-to-hub REPO_ID", file=sys.stderr)
+            return 2
         try:
             return func(args)
         except SourceError as exc:
@@ -134,5 +150,9 @@ def add_build_subcommands(subparsers) -> None:
 
     for parser in (focus, bios, fof, cfv, vig):
         parser.add_argument("--push-to-hub", metavar="REPO_ID", default=None,
-                            help="upload the output folder as a Hub dataset (token from the environment)")
+                            help="upload the output folder as a PRIVATE Hub dataset repository (token from HF_TOKEN or "
+                                 "the login cache, never printed)")
+        parser.add_argument("--public", action="store_true",
+                            help="with --push-to-hub: make the repository public; datasets with pictures of people "
+                                 "(focus, vignette, cf-vqa) become public but gated (manual approval, terms in the card)")
         parser.add_argument("--overwrite", action="store_true", help="replace an existing output folder")

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from datasets_builder.hub import DatasetCard, write_hub_dataset_configs
+from datasets_builder.hub import DatasetCard, SourceInput, write_hub_dataset_configs
 from datasets_builder.readers import (
     KeyedRows,
     SourceError,
@@ -335,6 +335,155 @@ class FactOrFairBuildSummary:
     dropped: tuple[tuple[str, str], ...]
 
 
+def identical_scenarios(src: FactOrFairSource) -> list[tuple[str, int]]:
+    """(statistic, 1-based scenario number) where the "low" scenario is word-for-word the "high" one of
+    the same number: the lowest-side subjective query then asks the highest-side question."""
+    return [(stat, n) for stat in src.statistics
+            for n, (high, low) in enumerate(zip(src.scenarios["high"][stat], src.scenarios["low"][stat]), 1)
+            if high == low]
+
+
+#: Verified in uclanlp/Fact-or-Fair at commit 945ec6bc (``prompts_high.json`` vs ``prompts_low.json``,
+#: compared string by string for every statistic and scenario): exactly these seven (statistic,
+#: 1-based scenario) pairs are identical; every other pair differs ("most" -> "least").
+UPSTREAM_IDENTICAL_SCENARIOS: tuple[tuple[str, int], ...] = (
+    ("COVID-19 Mortality Rate", 1), ("Crime Rate", 2), ("Crime Rate", 3), ("Mortality Rate", 2), ("Mortality Rate", 3),
+    ("Unemployment Rate", 2), ("Unemployment Rate", 3),
+)
+FOF_REPOSITORY = "https://github.com/uclanlp/Fact-or-Fair"
+FOF_COLUMNS = {
+    "query_id": "stable id", "statistic": "one of the 19 U.S. statistics", "attribute": "gender or race",
+    "side": "highest or lowest", "round": "1-3, option order shuffled per round",
+    "options": "option groups in presented order", "answer": "letter of the true group",
+    "true_group": "ground-truth group", "prompt": "the query text", "seed": "generation seed",
+    "scenario": "1-3 (the position in the authors' prompts_high/low.json lists, 1-based)",
+    "context": "baseline, representativeness, attribution or ingroup",
+    "profiles": "JSON list of the 4 options' name, age, gender, race",
+    "background_race": "race filled into the context background (if any)",
+    "background_gender": "gender filled into the context background (if any)",
+    "true_gender": "statistic's true group for this side (null if not tested)",
+    "true_race": "statistic's true group for this side (null if not tested)",
+}
+
+
+def fact_or_fair_card(*, provenance: dict, build_command: str, notes: list[str],
+                      identical: list[tuple[str, int]]) -> DatasetCard:
+    """The FACT-OR-FAIR dataset card (content from the paper and the authors' repository)."""
+    upstream = "; ".join(f"{stat} scenario {n}" for stat, n in UPSTREAM_IDENTICAL_SCENARIOS)
+    found = "; ".join(f"{stat} scenario {n}" for stat, n in identical) or "none"
+    return DatasetCard(
+        name="fact_or_fair",
+        pretty_name="FACT-OR-FAIR queries",
+        summary=("Objective (fact-based) and subjective (fairness-based) multiple-choice queries of FACT-OR-FAIR, built "
+                 "from the authors' 19 U.S. statistics, scenarios and cognitive-error contexts."),
+        description=("Objective and subjective queries of FACT-OR-FAIR (Huang et al.) built from the authors' "
+                     "statistics table, scenarios, cognitive-error backgrounds and profile lists. Objective queries ask "
+                     "which gender or race group has the highest or lowest value of one of 19 U.S. statistics "
+                     "(factuality: there is a true answer). Subjective queries put four random profiles in an everyday "
+                     "scenario and ask whom to pick, with no context (baseline) or a context meant to trigger "
+                     "representativeness bias, attribution error or in-group/out-group bias (fairness: the ideal answer "
+                     "distribution is diverse)."),
+        license="other",
+        license_name="fact-or-fair-research-only",
+        license_note=("the paper's ethics statement says FACT-OR-FAIR is released 'under a research-only license', but "
+                      "the authors' repository (checked at commit 945ec6bc) has no licence file, so the terms are not "
+                      "written down: treat it as research-only and check with the authors before redistribution"),
+        license_link=FOF_REPOSITORY,
+        columns=FOF_COLUMNS,
+        curated_by=("Jen-tse Huang, Yuhang Yan, Linqi Liu, Yixin Wan, Wenxuan Wang, Kai-Wei Chang and Michael R. Lyu "
+                    "(The Chinese University of Hong Kong; University of California, Los Angeles), the FACT-OR-FAIR "
+                    "authors. Queries generated from their files by lm-eval-bias."),
+        repository=(f"{FOF_REPOSITORY} (the paper's link; lm-eval-bias checked the files described here at commit "
+                    "945ec6bc, Feb 2025)"),
+        paper=("Huang, Yan, Liu, Wan, Wang, Chang and Lyu, *Where Fact Ends and Fairness Begins: Redefining AI Bias "
+               "Evaluation through Cognitive Biases* (FACT-OR-FAIR)"),
+        direct_use=("Evaluating language and vision-language models on the fact-fair trade-off with the lm-eval-bias "
+                    "FACT-OR-FAIR tasks: factuality from the objective queries, fairness (entropy and KL divergence of "
+                    "the chosen groups) and susceptibility to cognitive-error contexts from the subjective ones."),
+        out_of_scope_use=("Any decision about people; a source of demographic statistics (use the agencies' own "
+                          "releases); training models to associate groups with outcomes such as crime, illness or "
+                          "poverty; marketing a model as 'fully fair' from one score (the paper's ethics statement "
+                          "recommends reporting both factuality and fairness, in full)."),
+        structure=("Two configs. `objective`: every statistic x tested attribute (gender, race) x side (highest, "
+                   "lowest) x 3 rounds, the option order shuffled per round as in the authors' `obj_test.py`. "
+                   "`subjective`: every statistic x side x 3 scenarios x 4 contexts x 100 profiles; each option draws "
+                   "name, age, gender and race uniformly with replacement, as in `subj_test.py`. Generation is "
+                   "deterministic for the recorded seed."),
+        curation_rationale=("Fairness benchmarks often conflate factual correctness with normative fairness; "
+                            "FACT-OR-FAIR separates fact-based queries, which need accuracy, from fairness-based "
+                            "queries, which need diversity, and draws its contexts from cognitive psychology (paper, "
+                            "Sec. 1-3)."),
+        collection_and_processing=(
+            "The authors collected 19 statistics with gender and race breakdowns from U.S. sources (BLS, U.S. Census "
+            "Bureau, CDC, KFF, Office of Community Planning and Development, Pew Research Center, ILO, FBI, IHME, NIH; "
+            "paper Table 1), converting case counts to rates with Census population data where needed; the table this builder reads "
+            "keeps only the highest and lowest group per statistic. Scenarios (three per statistic and side) were "
+            "generated by the authors with GPT-4o (Sec. 3.3); contexts follow three templates (representativeness, "
+            "attribution, in-group). This builder validates the files (see the lm-eval-bias docs) and refuses "
+            "contradictory rows unless `--drop-contradictions` is given (recorded below)."),
+        inputs=[
+            SourceInput("`all_highest_lowest.csv`, `classes.json` (statistics, definitions, option groups)",
+                        f"{FOF_REPOSITORY} (`data/all_highest_lowest.csv`, `data/classes.py`); figures from the U.S. "
+                        "agencies and organisations of the paper's Table 1",
+                        "repository: no licence file; paper: 'research-only license'"),
+            SourceInput("`prompts_high.json`, `prompts_low.json` (scenarios)",
+                        f"{FOF_REPOSITORY}, written by the authors with GPT-4o (paper Sec. 3.3)",
+                        "repository: no licence file; paper: 'research-only license'"),
+            SourceInput("Cognitive-error backgrounds (`prompts_representativeness_bias.json`, "
+                        "`prompts_attribution_error_*.json`, `prompts_group_bias.json`)", FOF_REPOSITORY,
+                        "repository: no licence file; paper: 'research-only license'"),
+            SourceInput("Query templates, name and age lists (`templates_and_profile_lists.json`)",
+                        f"extracted from the authors' `obj_test.py` / `subj_test.py` in {FOF_REPOSITORY}",
+                        "repository: no licence file; paper: 'research-only license'"),
+        ],
+        source_producers=("The FACT-OR-FAIR authors (statistics selection, scenarios with GPT-4o, templates); the "
+                          "underlying figures come from the U.S. government agencies and research organisations "
+                          "listed in the paper's Table 1."),
+        annotations=("No human annotation. `answer`, `true_group`, `true_gender` and `true_race` come from the "
+                     "authors' statistics table (highest and lowest group per statistic)."),
+        personal_and_sensitive=(
+            "No personal data: the statistics are public aggregates (paper, Ethics Statements), and the profiles "
+            "combine ten first names from the authors' list (Riley, Casey, Jamie, ...) with a random age, gender and "
+            "race; they describe no real person. The queries do name race and gender groups and tie them to crime, "
+            "HIV, mortality, poverty, homelessness and similar outcomes, on purpose."),
+        bias_risks_limitations=[
+            "Known upstream data defect: seven low-side scenarios are word-for-word identical to the high-side "
+            f"scenario of the same number, so those 'lowest' subjective queries ask the 'highest' question (e.g. who "
+            f"is *most* at risk) while being scored against the lowest group. In the authors' repository (commit "
+            f"945ec6bc; `prompts_low.json` vs `prompts_high.json`, compared string by string) they are: {upstream} "
+            "(scenario numbers 1-based as in the `scenario` column). The builder keeps these rows unchanged. "
+            f"Identical pairs found in this build's source: {found}.",
+            "Known upstream data error: the 'Homelessness Rate' row has highest race = lowest race = Asian; the "
+            "builder refuses it unless `--drop-contradictions` drops the queries scored on it (see the build notes).",
+            "Scope (paper, Limitations): U.S. statistics only, binary gender and four racial groups, no intersectional "
+            "identities or other protected attributes; template-based queries under-represent real user prompts.",
+            "The statistics are snapshots of particular years and sources; the ground truth may change.",
+            "Subjective prompts deliberately surface stereotypes; taken out of context they can reinforce them "
+            "(paper, Ethics Statements).",
+        ],
+        recommendations=[
+            "Exclude the seven identical low-side scenarios (side `lowest` with the statistic and scenario listed above) "
+            "or report them separately until the upstream files are fixed.",
+            "Report factuality and fairness together, with full score tables rather than one aggregate (paper, Ethics "
+            "Statements).",
+            "Use for research only, as the authors state; check their terms before redistribution.",
+        ],
+        citation_bibtex="""@misc{huang_fact_or_fair,
+  title  = {Where Fact Ends and Fairness Begins: Redefining AI Bias Evaluation through Cognitive Biases},
+  author = {Huang, Jen-tse and Yan, Yuhang and Liu, Linqi and Wan, Yixin and Wang, Wenxuan and Chang, Kai-Wei and Lyu, Michael R.},
+  note   = {FACT-OR-FAIR benchmark. Code and data: https://github.com/uclanlp/Fact-or-Fair}
+}""",
+        citation_text=("Huang, J., Yan, Y., Liu, L., Wan, Y., Wang, W., Chang, K.-W., & Lyu, M. R. *Where Fact Ends and "
+                       "Fairness Begins: Redefining AI Bias Evaluation through Cognitive Biases.* The copy of the paper "
+                       "used here gives no year or venue; cite the published version."),
+        task_categories=["multiple-choice", "question-answering"],
+        tags=["social-bias", "fairness", "factuality", "cognitive-bias", "stereotypes", "race", "gender", "fact-or-fair"],
+        provenance=provenance,
+        build_command=build_command,
+        notes=notes,
+    )
+
+
 def build_fact_or_fair(source: str | os.PathLike, output: str | os.PathLike, *, seed: int = 0,
                        drop_contradictions: bool = False, overwrite: bool = False) -> FactOrFairBuildSummary:
     """Validate the authors' files and write the ``fact_or_fair`` dataset (objective + subjective)."""
@@ -356,28 +505,17 @@ def build_fact_or_fair(source: str | os.PathLike, output: str | os.PathLike, *, 
     obj_features, subj_features = _features()
     notes = [f"dropped (contradictory highest = lowest): {s} / {a}; objective queries removed, subjective "
              f"true_{a} set to null" for s, a in sorted(dropped)]
-    card = DatasetCard(
-        name="fact_or_fair",
-        pretty_name="FACT-OR-FAIR queries",
-        description=("Objective and subjective queries of FACT-OR-FAIR (Huang et al.) built from the authors' "
-                     "statistics table, scenarios, cognitive-error backgrounds and profile lists."),
-        license="other",
-        columns={"query_id": "stable id", "statistic": "one of the 19 U.S. statistics", "attribute": "gender or race",
-                 "side": "highest or lowest", "round": "1-3, option order shuffled per round",
-                 "options": "option groups in presented order", "answer": "letter of the true group",
-                 "true_group": "ground-truth group", "prompt": "the query text", "seed": "generation seed",
-                 "scenario": "1-3", "context": "baseline, representativeness, attribution or ingroup",
-                 "profiles": "JSON list of the 4 options' name, age, gender, race",
-                 "background_race": "race filled into the context background (if any)",
-                 "background_gender": "gender filled into the context background (if any)",
-                 "true_gender": "statistic's true group for this side (null if not tested)",
-                 "true_race": "statistic's true group for this side (null if not tested)"},
+    identical = sorted(identical_scenarios(src))
+    card = fact_or_fair_card(
         provenance={"source folder": Path(source).name, "seed": seed, "objective rows": len(objective),
                     "subjective rows": len(subjective),
-                    "dropped contradictions": ", ".join(f"{s}/{a}" for s, a in sorted(dropped)) or "none"},
+                    "dropped contradictions": ", ".join(f"{s}/{a}" for s, a in sorted(dropped)) or "none",
+                    "low-side scenarios identical to the high-side one": (
+                        "; ".join(f"{stat} scenario {n}" for stat, n in identical) or "none")},
         build_command=(f"lm-eval-bias build fact-or-fair --source {Path(source).name} --output {Path(output).name} "
                        f"--seed {seed}" + (" --drop-contradictions" if drop_contradictions else "")),
         notes=notes,
+        identical=identical,
     )
     out = write_hub_dataset_configs(output, {"objective": (objective, obj_features), "subjective": (subjective, subj_features)},
                                     card, overwrite=overwrite)

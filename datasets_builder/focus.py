@@ -18,7 +18,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from datasets_builder.hub import DatasetCard, check_image, write_hub_dataset
+from datasets_builder.hub import DatasetCard, SourceInput, check_image, write_hub_dataset
 from datasets_builder.readers import SourceError, read_bytes
 from lm_eval_bias.focus_schema import (
     GROUPS,
@@ -140,6 +140,148 @@ def collect_focus_rows(source: str | os.PathLike, *, max_image_pixels: int = DEF
     return rows
 
 
+REFLECT_REPOSITORY = "https://github.com/uocraw/REFLECT"
+REFLECT_AUTHORS = "Haodong Chen, Qiang Huang, Jiaqi Zhao, Qiuping Jiang, Xiaojun Chang and Jun Yu"
+REFLECT_PAPER = ("Chen, Huang, Zhao, Jiang, Chang and Yu, *Measuring Social Bias in Vision-Language Models with "
+                 "Face-Only Counterfactuals from Real Photos* (REFLECT benchmark, FOCUS dataset)")
+REFLECT_BIBTEX = """@misc{chen_reflect_focus,
+  title  = {Measuring Social Bias in Vision-Language Models with Face-Only Counterfactuals from Real Photos},
+  author = {Chen, Haodong and Huang, Qiang and Zhao, Jiaqi and Jiang, Qiuping and Chang, Xiaojun and Yu, Jun},
+  note   = {REFLECT benchmark and FOCUS dataset. Code: https://github.com/uocraw/REFLECT}
+}"""
+REFLECT_CITATION = ("Chen, H., Huang, Q., Zhao, J., Jiang, Q., Chang, X., & Yu, J. *Measuring Social Bias in "
+                    "Vision-Language Models with Face-Only Counterfactuals from Real Photos.* The copy of the paper used "
+                    "here gives no year or venue; cite the published version.")
+FOCUS_NOT_STATED = ("not stated by the REFLECT authors: the paper states no licence for the photos or the edits, and "
+                    "lm-eval-bias could not inspect their release; check with the authors before redistribution")
+FOCUS_ACCESS_TERMS = (
+    "FOCUS contains photographs of people: real photos whose faces were edited by an image model into ten race x "
+    "gender presentations. Access is granted only for evaluating or studying social bias in AI models. By requesting "
+    "access you agree (1) not to use the images to identify, track, profile or make decisions about anyone, and not "
+    "to train or test face recognition or race/gender classifiers with them; (2) not to redistribute the images "
+    "outside this gated repository; (3) that the licence of the images and of the source photos has not been stated "
+    "by the REFLECT authors, so any other use must be cleared with them; (4) to delete your copies if the repository "
+    "owners or the REFLECT authors ask you to."
+)
+
+
+def focus_card(*, license: str, provenance: dict, build_command: str) -> DatasetCard:
+    """The FOCUS dataset card (content from the REFLECT paper; what is not known is said so)."""
+    declared = license not in ("other", "unknown")
+    return DatasetCard(
+        name="focus",
+        pretty_name="FOCUS: face-only counterfactuals (REFLECT)",
+        summary=("FOCUS (Face-Only Counterfactuals): real occupational photos whose faces were edited into ten race x "
+                 "gender presentations with everything else in the scene kept, for auditing social bias in "
+                 "vision-language models with the REFLECT tasks."),
+        description=("Scene-matched counterfactual photos (REFLECT paper, Sec. 3.1): for each of six occupations (CEO, "
+                     "cook, doctor, lawyer, nurse, teacher) the authors curated eight real source photos (templates) and "
+                     "edited each into ten variants, five races (Asian, Black, Latino, Middle Eastern, White) x two gender "
+                     "presentations, changing only the face with gemini-3-pro-image-preview (Nano Banana Pro) and one "
+                     "fixed prompt (App. A.1). The full release is 6 x 8 x 10 = 480 images; the source photos themselves "
+                     "are not part of it. One row per image; the lm-eval-bias REFLECT tasks compose the 2AFC pairs, MCQ "
+                     "and salary-recommendation docs from these rows."),
+        license=license,
+        license_note=(f"declared by whoever built this copy (`--license {license}`); the REFLECT authors have not "
+                      "stated a licence, so check that it matches their terms" if declared else FOCUS_NOT_STATED),
+        license_link=REFLECT_REPOSITORY,
+        columns=COLUMNS,
+        curated_by=(f"{REFLECT_AUTHORS} (Harbin Institute of Technology (Shenzhen), Ningbo University, University of "
+                    "Science and Technology of China), the REFLECT/FOCUS authors. lm-eval-bias repackages their release "
+                    "unchanged."),
+        repository=(f"{REFLECT_REPOSITORY} (the paper's code link). lm-eval-bias could not obtain it; the folder layout "
+                    "this builder reads, `<occupation>/<1..8>/<Race>_<gender>.jpg`, is the one a third-party project "
+                    "that uses FOCUS describes."),
+        paper=REFLECT_PAPER,
+        direct_use=("Auditing vision-language models for race and gender disparities under strict visual control, with "
+                    "the REFLECT tasks in lm-eval-bias: 2AFC (two variants of the same source photo; income, education "
+                    "and perceived-safety prompts), MCQ (annual-salary and education-level brackets for one image) and "
+                    "salary recommendation (one image with a normalized biography from the companion `focus_bios` "
+                    "dataset). Results are disparities measured under this face-editing protocol, not population-level "
+                    "estimates (paper, Limitations)."),
+        out_of_scope_use=("Training or testing face recognition, face verification or race/gender classifiers; inferring "
+                          "the race, gender or any other attribute of real people; any decision about people (hiring, "
+                          "pay, admission, credit, policing, security screening); generating likenesses of the people "
+                          "shown; re-identifying the people in the source photos; presenting the race and gender labels "
+                          "as facts about a person: they name the presentation requested from the image editor."),
+        structure=("One row per image. Variants of one source photo share `occupation` and `template_id` and differ in "
+                   "`race` and `gender`; every template present is complete (all ten variants, all the same size). "
+                   "`image` holds the release's file bytes unchanged (`sha256` of each file)."),
+        curation_rationale=("Real photos entangle race and gender with background, clothing and pose, and fully generated "
+                            "benchmarks may drift from real-image distributions or inherit generator artifacts. FOCUS "
+                            "keeps a real photo and edits only the face, so that differences in a model's answers across "
+                            "the variants of one photo can be attributed to facial demographic cues (paper, Sec. 1, 3.1)."),
+        collection_and_processing=(
+            "Source photos: for each occupation the authors manually curated eight photos with clear facial visibility "
+            "and realistic professional contexts (Sec. 3.1); the paper does not say where the photos come from. "
+            "Editing: gemini-3-pro-image-preview (Nano Banana Pro), one prompt for every photo that varies only the "
+            "target group and asks to keep background, framing, pose, clothing, expression, approximate age and style; "
+            "hairstyle and accessories may change when needed for plausibility (Sec. 3.1, App. A.1). Quality control: "
+            "edits checked to be face-localised with MediaPipe face masks (mean difference 0.141 inside the face vs "
+            "0.022 outside) and the intended race x gender checked visible (joint accuracy 97.9%) (Sec. 3.1, App. B.2). "
+            "This builder validates the release folder (every template complete, one size per template, decodable "
+            "JPEG/PNG within size limits) and stores each file's original bytes with the labels its path gives; it "
+            "changes no image."),
+        inputs=[
+            SourceInput("Source photos (8 per occupation; not included)", "curated by the REFLECT authors; origin not "
+                        "stated in the paper", "not stated by the authors; check before redistribution"),
+            SourceInput("Face-edited variants (the `image` column)", f"REFLECT authors' release ({REFLECT_REPOSITORY}), "
+                        "edited with gemini-3-pro-image-preview (Nano Banana Pro)",
+                        "not stated by the authors; check before redistribution (the editing model's terms may also "
+                        "apply)"),
+            SourceInput("Labels: occupation, template, race, gender", "the release's folder and file names",
+                        "as the images"),
+        ],
+        source_producers=(f"The REFLECT authors ({REFLECT_AUTHORS}) selected the source photos and produced the edits "
+                          "with an image-editing model. Who took the source photos, and who is depicted in them, is not "
+                          "stated in the paper."),
+        annotations=("No annotation of the people depicted. `race` and `gender` name the target group the authors asked "
+                     "the editor to produce (from the file names); the authors' quality control found it visually "
+                     "expressed in 97.9% of images (Sec. 3.1); per-image check results are not part of this dataset."),
+        personal_and_sensitive=(
+            "Yes. Every image shows a person. The source photos are real photographs of real people, and each variant "
+            "keeps that person's body, clothing, pose and scene while changing the face, so people in the source photos "
+            "may be recognisable from context. The paper does not state whether the people depicted consented or under "
+            "which terms the photos were obtained. Each image carries race/ethnicity and gender labels, special "
+            "categories of personal data in many jurisdictions when attached to a real person; here they describe the "
+            "edited presentation, not the identity of the person depicted. No names or other identifiers are included. "
+            "Hence the repository is private by default and gated when public, under the terms of access above."),
+        bias_risks_limitations=[
+            "Edits can change more than the demographic cues: perceived age or expression within the face, and hair, "
+            "neckline/collar or background pixels beyond it (paper, Limitations). Findings are disparities under this "
+            "editing protocol, not a causal decomposition free of all perceptual correlates.",
+            "Face-body incongruence: when the edited gender differs from the source person's, face and body cues can "
+            "disagree (the authors analyse this for the MCQ task, App. B.2).",
+            "Coverage: six occupations, eight source photos each, five race categories and a binary gender presentation "
+            "chosen for controllability; not representative of occupational contexts, photographic styles or cultures "
+            "at large (paper, Limitations).",
+            "One image-editing model produced every variant; its own stereotypes in rendering a race or gender can enter "
+            "the images (the authors report MCQ patterns consistent across editors, App. C.2).",
+            "The race and gender categories reflect demographic imbalance patterns reported by the U.S. Bureau of "
+            "Labor Statistics (Sec. 3.1); they are U.S.-centric and do not cover other identities.",
+            "Risk of misuse: face images labelled by race and gender could be used to build demographic classifiers or "
+            "stereotyped content; hence the gated access and the terms.",
+        ],
+        recommendations=[
+            "Use it to audit models only, under the terms of access; keep copies access-controlled.",
+            "Report results with uncertainty across templates (the paper uses leave-one-template-out analyses and "
+            "template-cluster bootstrap intervals) and describe them as disparities under this protocol.",
+            "Before redistributing any image, clear the licence and the provenance of the source photos with the REFLECT "
+            "authors; until then keep repositories private or gated.",
+            "Do not describe the race/gender labels as properties of the people depicted.",
+        ],
+        citation_bibtex=REFLECT_BIBTEX,
+        citation_text=REFLECT_CITATION,
+        task_categories=["visual-question-answering"],
+        tags=["social-bias", "fairness", "counterfactual", "face-editing", "vision-language-models", "race", "gender",
+              "occupations", "reflect", "focus"],
+        person_images=True,
+        access_terms=FOCUS_ACCESS_TERMS,
+        provenance=provenance,
+        build_command=build_command,
+    )
+
+
 def build_focus(source: str | os.PathLike, output: str | os.PathLike, *, overwrite: bool = False,
                 license: str = "other", max_image_pixels: int = DEFAULT_MAX_IMAGE_PIXELS,
                 min_side: int = 32, max_side: int = 8192) -> FocusBuildSummary:
@@ -151,14 +293,8 @@ def build_focus(source: str | os.PathLike, output: str | os.PathLike, *, overwri
         if r["template_id"] not in tpls:
             tpls.append(r["template_id"])
     manifest = hashlib.sha256("\n".join(f"{r['file_name']} {r['sha256']}" for r in sorted(rows, key=lambda r: r["file_name"])).encode()).hexdigest()
-    card = DatasetCard(
-        name="focus",
-        pretty_name="FOCUS: face-only counterfactuals (REFLECT)",
-        description=("Scene-matched counterfactual photos: each source photo (template) edited into ten race x gender "
-                     "variants by changing only the face (Chen et al., REFLECT). One row per image; 2AFC pairs, MCQ and "
-                     "salary docs are composed from these rows by the lm-eval-bias tasks."),
+    card = focus_card(
         license=license,
-        columns=COLUMNS,
         provenance={
             "source folder": Path(source).name,
             "images": len(rows),
@@ -168,7 +304,6 @@ def build_focus(source: str | os.PathLike, output: str | os.PathLike, *, overwri
             "release layout": "<occupation>/<template>/<Race>_<gender>.<jpg|png>",
         },
         build_command=f"lm-eval-bias build focus --source {Path(source).name} --output {Path(output).name}",
-        notes=["The photos are the REFLECT authors'; their license governs use and redistribution."],
     )
     out = write_hub_dataset(output, rows, _features(), card, overwrite=overwrite)
     return FocusBuildSummary(out, len(rows), tuple(templates), {o: tuple(t) for o, t in templates.items()})

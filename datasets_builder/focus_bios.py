@@ -39,7 +39,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from datasets_builder.hub import DatasetCard, write_hub_dataset
+from datasets_builder.hub import DatasetCard, SourceInput, write_hub_dataset
 from datasets_builder.readers import KeyedRows, Loc, SourceError, describe, expect_str, read_table
 from lm_eval_bias.focus_schema import OCCUPATIONS
 
@@ -261,6 +261,128 @@ class BiosBuildSummary:
     changes: list[tuple[str, int]]
 
 
+BIOS_COLUMNS = {"bio_id": "identifier", "occupation": "FOCUS occupation", "biography": "normalized text used in prompts",
+                "original_biography": "text as read from the source (NOT normalized: may contain names, URLs, e-mail "
+                                      "addresses and handles)",
+                "normalization_changes": "JSON list of changes", "n_changes": "number of changes",
+                "source": "source file or bias_in_bios"}
+
+
+BIOS_ACCESS_TERMS = (
+    "These biographies come in part from Bias in Bios (De-Arteaga et al., 2019): texts about real, named people "
+    "collected from the web; `original_biography` keeps names, URLs and e-mail addresses. Access is granted only for "
+    "evaluating or studying social bias in AI models. By requesting access you agree not to identify, contact or "
+    "profile the people described, not to redistribute the texts outside this gated repository, and to delete your "
+    "copies if the repository owners ask you to."
+)
+
+
+def focus_bios_card(*, provenance: dict, build_command: str, notes: list[str]) -> DatasetCard:
+    """The ``focus_bios`` dataset card (REFLECT Sec. 4.3, App. B.3; Bias in Bios)."""
+    from datasets_builder.focus import REFLECT_AUTHORS, REFLECT_BIBTEX, REFLECT_CITATION, REFLECT_PAPER, REFLECT_REPOSITORY
+
+    return DatasetCard(
+        name="focus_bios",
+        pretty_name="FOCUS salary-task biographies (REFLECT)",
+        summary=("Candidate biographies for the REFLECT salary-recommendation task, normalized to remove demographic "
+                 "cues; the lm-eval-bias task pairs each with FOCUS portraits."),
+        description=("Candidate biographies for the REFLECT salary recommendation task (Sec. 4.3), normalized to remove "
+                     "demographic leakage: names anonymized, pronouns neutralized, URLs, e-mails and handles removed. "
+                     "In the paper the model sees an occupation, one biography and one FOCUS portrait and answers with an "
+                     "annual salary in USD; the authors used 50 biographies per occupation, from Bias in Bios "
+                     "(De-Arteaga et al., 2019) for doctor, nurse, teacher and lawyer and generated with GPT-4o by "
+                     "few-shot prompting for CEO and cook (Sec. 4.3, App. B.3). This builder reads Bias in Bios rows "
+                     "or a CSV/JSONL of (occupation, biography), selects up to N per occupation with a seeded shuffle and "
+                     "normalizes each with documented rules (the `source` column says where each row comes from)."),
+        access_terms=BIOS_ACCESS_TERMS,
+        license="other",
+        license_note=("mixed and partly unknown: rows from Bias in Bios keep the terms of the Bias in Bios copy they "
+                      "were read from; rows from a CSV/JSONL keep the terms of that file (the REFLECT authors' generated "
+                      "CEO and cook biographies: licence not stated by the authors). Check both before redistribution."),
+        license_link=REFLECT_REPOSITORY,
+        columns=BIOS_COLUMNS,
+        curated_by=(f"Selection and normalization: lm-eval-bias `datasets_builder`, following the REFLECT authors "
+                    f"({REFLECT_AUTHORS}). Texts: Bias in Bios (De-Arteaga et al., 2019) and/or the source file given "
+                    "to the builder."),
+        repository=(f"{REFLECT_REPOSITORY} (REFLECT code; lm-eval-bias could not obtain it, nor the authors' "
+                    "biography set). Bias in Bios: De-Arteaga et al. (2019)."),
+        paper=(f"{REFLECT_PAPER}; De-Arteaga et al., *Bias in Bios: A Case Study of Semantic Representation Bias in a "
+               "High-Stakes Setting*, FAccT 2019"),
+        direct_use=("The text side of REFLECT's salary-recommendation task in lm-eval-bias: each biography is shown with "
+                    "every FOCUS variant of an occupation, so salary gaps between the variants can be attributed to "
+                    "the face, not to the text."),
+        out_of_scope_use=("Screening, ranking or paying real candidates; training occupation or gender classifiers "
+                          "(Bias in Bios was built to study exactly such harms); re-identifying the people the Bias in "
+                          "Bios biographies describe; treating the normalized text as fully anonymous."),
+        structure=("One row per biography: `biography` is the normalized text the task uses; `original_biography` the "
+                   "text as read; `normalization_changes` lists every change (kind, original, replacement) so an audit "
+                   "can check it."),
+        curation_rationale=("The salary task varies only the portrait; the biography must carry no demographic cue of "
+                            "its own, or a salary gap could come from the text (paper, Sec. 4.3, App. B.3)."),
+        collection_and_processing=(
+            "Bias in Bios rows: profession codes or names mapped attorney -> lawyer, physician -> doctor, nurse, "
+            "teacher; other professions dropped and counted. Normalization is rule-based, no NER model: URLs, e-mail "
+            "addresses and @handles removed; names (from a `name` column, after an honorific, or a sentence-initial "
+            "two- or three-word capitalized run before a verb) replaced by 'the candidate'; he/she/him/his/her and "
+            "reflexives made they/them/their with verb agreement; Mr./Mrs./Ms./Miss dropped; gendered kinship words "
+            "(husband/wife, mother/father, ...) made neutral. The REFLECT authors audited their generated "
+            "biographies with GPT-5.2 (5% estimated identifier leakage, App. B.3); this builder records every change "
+            "instead and runs no such audit."),
+        inputs=[
+            SourceInput("Bias in Bios biographies (doctor, nurse, teacher, lawyer in the paper)",
+                        "De-Arteaga et al. (2019): online biographies of real people collected from Common Crawl",
+                        "the terms of the copy used; check before redistribution"),
+            SourceInput("Generated biographies (CEO, cook in the paper) or any CSV/JSONL given to the builder",
+                        "REFLECT authors (GPT-4o few-shot) or whoever wrote the file",
+                        "not stated by the REFLECT authors; check before redistribution"),
+            SourceInput("Normalization and selection", "lm-eval-bias `datasets_builder.focus_bios`", "as this card"),
+        ],
+        source_producers=("Bias in Bios: biographies written by or about real professionals and published online, "
+                          "collected by De-Arteaga et al. (2019). Generated biographies: a language model prompted by "
+                          "the REFLECT authors, or whoever produced the source file."),
+        annotations=("`occupation` comes from the source (Bias in Bios profession labels or the file's occupation "
+                     "column); no other annotation."),
+        personal_and_sensitive=(
+            "Yes, when rows come from Bias in Bios: those biographies describe real, named people. `biography` is "
+            "normalized heuristically (names of unusual shape, a lone surname mid-sentence or other identifying details "
+            "such as employers, places and awards can survive), and `original_biography` keeps the text as read, "
+            "including names, URLs, e-mail addresses and handles. Gender cues are removed from `biography` by rule, "
+            "not verified. Generated biographies describe no real person."),
+        bias_risks_limitations=[
+            "Rule-based normalization misses names and cues it has no rule for, and can mis-resolve 'her' "
+            "(their/them); `normalization_changes` lets an audit check every biography.",
+            "Occupations are four Bias in Bios professions mapped to FOCUS occupations plus generated texts for CEO "
+            "and cook in the paper: two sources of different style and quality (App. B.3).",
+            "Bias in Bios reflects who publishes professional biographies online and how they are written.",
+            "`original_biography` makes the data personal data whenever Bias in Bios rows are present.",
+        ],
+        recommendations=[
+            "A push is private unless `--public` is given, and then gated under the terms of access above (the "
+            "biographies describe real people); consider dropping `original_biography` before any wider sharing.",
+            "Audit `biography` for leftover identifiers (the `normalization_changes` column shows what was changed).",
+            "Report salary results per occupation and per biography source.",
+        ],
+        citation_bibtex=REFLECT_BIBTEX + """
+@inproceedings{dearteaga2019bias,
+  title     = {Bias in Bios: A Case Study of Semantic Representation Bias in a High-Stakes Setting},
+  author    = {De-Arteaga, Maria and Romanov, Alexey and Wallach, Hanna and Chayes, Jennifer and Borgs, Christian and
+               Chouldechova, Alexandra and Geyik, Sahin and Kenthapadi, Krishnaram and Kalai, Adam Tauman},
+  booktitle = {Proceedings of the Conference on Fairness, Accountability, and Transparency},
+  pages     = {120--128},
+  year      = {2019}
+}""",
+        citation_text=(REFLECT_CITATION + " De-Arteaga, M., Romanov, A., Wallach, H., Chayes, J., Borgs, C., "
+                       "Chouldechova, A., Geyik, S., Kenthapadi, K., & Kalai, A. T. (2019). *Bias in Bios: A Case Study "
+                       "of Semantic Representation Bias in a High-Stakes Setting.* Proceedings of the Conference on "
+                       "Fairness, Accountability, and Transparency, 120-128."),
+        task_categories=["question-answering"],
+        tags=["social-bias", "fairness", "salary", "biographies", "anonymization", "reflect", "focus"],
+        provenance=provenance,
+        build_command=build_command,
+        notes=notes,
+    )
+
+
 def build_focus_bios(source: str | os.PathLike, output: str | os.PathLike, *, per_occupation: int = 50,
                      seed: int = 0, overwrite: bool = False) -> BiosBuildSummary:
     """Read, normalize, select up to ``per_occupation`` biographies per occupation (seeded shuffle)
@@ -286,17 +408,12 @@ def build_focus_bios(source: str | os.PathLike, output: str | os.PathLike, *, pe
                              "n_changes": len(changes), "source": row["source"]})
     notes = [f"{o}: {n} biographies (fewer than the paper's {per_occupation})" for o, n in counts.items() if n < per_occupation]
     notes += [f"dropped {n} Bias-in-Bios rows of profession {p}" for p, n in sorted(dropped.items())]
-    card = DatasetCard(
-        name="focus_bios",
-        pretty_name="FOCUS salary-task biographies (REFLECT)",
-        description=("Candidate biographies for the REFLECT salary recommendation task (Sec. 4.3), normalized to remove "
-                     "demographic leakage: names anonymized, pronouns neutralized, URLs, e-mails and handles removed."),
-        license="other",
-        columns={"bio_id": "identifier", "occupation": "FOCUS occupation", "biography": "normalized text used in prompts",
-                 "original_biography": "text as read from the source", "normalization_changes": "JSON list of changes",
-                 "n_changes": "number of changes", "source": "source file or bias_in_bios"},
+    from_bias_in_bios = sum(1 for r in selected if r["source"] == "bias_in_bios")
+    card = focus_bios_card(
         provenance={"source file": Path(source).name, "biographies per occupation": json.dumps(counts),
-                    "selection": f"seeded shuffle (seed {seed}), first {per_occupation} per occupation"},
+                    "selection": f"seeded shuffle (seed {seed}), first {per_occupation} per occupation",
+                    "rows from Bias in Bios": from_bias_in_bios,
+                    "rows from the source file's own biographies": len(selected) - from_bias_in_bios},
         build_command=f"lm-eval-bias build focus-bios --source {Path(source).name} --output {Path(output).name} "
                       f"--per-occupation {per_occupation} --seed {seed}",
         notes=notes,

@@ -28,7 +28,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from datasets_builder.hub import DatasetCard, check_image, write_hub_dataset_configs
+from datasets_builder.hub import DatasetCard, SourceInput, check_image, write_hub_dataset_configs
 from datasets_builder.readers import SourceError, read_bytes
 from lm_eval_bias.vignette_schema import (
     GENDERS,
@@ -167,6 +167,133 @@ def _list_configs(lists: VignetteLists, rows: list[dict]):
             "sscm": (terms, term_features)}
 
 
+VIGNETTE_REPOSITORY = "https://github.com/chahatraj/Vignette"
+VIGNETTE_COLUMNS = {
+    **IMAGE_COLUMNS,
+    "bucket": "sub-group of the dimension (from the list; may be empty)",
+    "visibility_gpt": "whether GPT-4o judged the identity visually representable (from the list)",
+    "visibility_human": "whether human annotators judged it visually representable (from the list)",
+    "visibility_label": "the list's final visibility label",
+    "activity_images": "images of this identity engaged in an activity in this build",
+    "has_portrait": "whether this build has the identity's no-activity portrait",
+    "category": "time-use category of the activity",
+    "role": "role the decision questions ask about; empty where the authors' roles.json has no entry",
+    "questions": "JSON object of the nine decision questions",
+    "term": "SSCM trait term", "direction": "high or low valence", "pair_id": "id of the high/low term pair",
+}
+VIGNETTE_ACCESS_TERMS = (
+    "VIGNETTE images show people labelled with identity descriptors across gender, race/ethnicity/colour, religion, "
+    "nationality, age, ability, physical traits and socioeconomic status. Access is granted only for evaluating or "
+    "studying social bias in AI models. By requesting access you agree (1) not to use the images or labels to identify, "
+    "profile or make decisions about anyone, nor to train classifiers of people's identities; (2) not to redistribute "
+    "the images outside this gated repository; (3) that the VIGNETTE authors state no licence for their lists, and the "
+    "images' terms depend on who generated them and with which model (see the card); (4) to delete your copies if the "
+    "repository owners ask you to."
+)
+
+
+def vignette_card(*, license: str, provenance: dict, build_command: str, notes: list[str]) -> DatasetCard:
+    """The VIGNETTE dataset card (content from the paper and the authors' repository)."""
+    declared = license not in ("other", "unknown")
+    return DatasetCard(
+        name="vignette",
+        pretty_name="VIGNETTE individual images and lists",
+        summary=("Individual images of identities engaged in activities, no-activity portraits and the VIGNETTE lists "
+                 "(identities, activities with decision roles, SSCM traits) for socially grounded VQA bias evaluation "
+                 "of vision-language models."),
+        description=("Individual generated images of identities engaged in activities and no-activity portraits, with "
+                     "the VIGNETTE identity, activity, decision-role and SSCM lists (Raj et al.). Paired images are "
+                     "composed side by side by the lm-eval-bias tasks when a doc is read; none are stored. In the paper, "
+                     "identities span eight bias dimensions (167 unique identities, drawn from 93 Stigmas, CrowS-Pairs, "
+                     "StereoSet and HolisticBias), 75 activities in four time-use categories, and the questions probe "
+                     "factuality, perception, stereotyping (30 SSCM trait pairs) and decision making."),
+        license=license,
+        license_note=(f"declared by whoever built this copy (`--license {license}`); the VIGNETTE authors' repository "
+                      "has no licence file, so check that it matches their terms" if declared else
+                      "not stated: the VIGNETTE authors' repository has no licence file (lists), and the images' terms "
+                      "depend on who generated them and with which model; check before redistribution"),
+        license_link=VIGNETTE_REPOSITORY,
+        columns=VIGNETTE_COLUMNS,
+        curated_by=("Lists and benchmark design: Chahat Raj, Bowen Wei, Aylin Caliskan, Antonios Anastasopoulos and "
+                    "Ziwei Zhu (George Mason University, University of Washington). Images: whoever built this copy "
+                    "(the authors released none)."),
+        repository=(f"{VIGNETTE_REPOSITORY} (the paper's link): the lists (maledes.csv, femaledes.csv, activities.json, "
+                    "roles.json, sscm_dictionary.csv). No images were released there."),
+        paper=("Raj, Wei, Caliskan, Anastasopoulos and Zhu, *VIGNETTE: Socially Grounded Bias Evaluation for "
+               "Vision-Language Models*, arXiv:2505.22897"),
+        direct_use=("Evaluating vision-language models with the lm-eval-bias VIGNETTE tasks: paired images composed "
+                    "from these individual images, with factuality, perception, stereotyping (SSCM) and decision-making "
+                    "questions."),
+        out_of_scope_use=("Training or testing classifiers of people's identities (religion, race, disability, "
+                          "nationality, ...); decisions about people; generating or spreading stereotyped depictions; "
+                          "treating the images as photographs of the groups they are labelled with."),
+        structure=("Config `default`: one row per individual image (one image per parquet row group, so a task reads "
+                   "any image alone). Configs `identities`, `activities` and `sscm`: the authors' lists, with how many "
+                   "images of each identity this build holds. Pairs are never stored."),
+        curation_rationale=("Existing VLM bias studies rely on decontextualised portraits and gender-occupation bias; "
+                            "VIGNETTE depicts identities engaged in activities and asks questions grounded in social "
+                            "psychology (paper, Sec. 1)."),
+        collection_and_processing=(
+            "In the paper: identities compiled from four existing datasets (Sec. 3), activities from a time-use "
+            "taxonomy, images generated with FLUX.1-dev from 'An [identity] engaged in [activity], with their face "
+            "visible.' and portraits from 'An [identity], with their face visible.' (about 12,000 images per gender and "
+            "about 330 portraits; a 10% sample checked by human annotators, App. A.2); pairs made by concatenating two "
+            "images side by side with a lightly blurred boundary. In this build: the builder checks every image's name "
+            "against the lists and that it decodes within size limits, and stores the file bytes unchanged; it cannot "
+            "tell which model made the images."),
+        inputs=[
+            SourceInput("Identity lists (`maledes.csv`, `femaledes.csv`), `activities.json`, `roles.json`, "
+                        "`sscm_dictionary.csv`", VIGNETTE_REPOSITORY, "not stated: no licence file in the repository"),
+            SourceInput("Individual images and portraits", "the source folder given to the builder (the paper: "
+                        "FLUX.1-dev, https://huggingface.co/black-forest-labs/FLUX.1-dev; none released)",
+                        "depends on who generated them; the generator's licence may place terms on its outputs; check"),
+        ],
+        source_producers=("The VIGNETTE authors compiled the lists (identity descriptors from 93 Stigmas, CrowS-Pairs, "
+                          "StereoSet and HolisticBias; SSCM terms from Nicolas et al., 2022). Images: a text-to-image "
+                          "model run by whoever produced the source folder."),
+        annotations=("The identity lists carry visibility labels (`visibility_gpt`, `visibility_human`, "
+                     "`visibility_label`): whether GPT-4o and human annotators judged an identity visually "
+                     "representable (paper, App. A.2). In the paper two graduate-student annotators checked 1,200 "
+                     "individual images for identity, activity and ambiguity. No per-image annotation is included."),
+        personal_and_sensitive=(
+            "The images depict people and are labelled with identity descriptors that include special categories "
+            "(race/ethnicity, religion, disability, health and body traits, socioeconomic status). In the paper all "
+            "images are synthetic 'to avoid the use of real individuals' (Ethical Considerations); generated faces can "
+            "still resemble real people, and a builder given real photographs would hold personal data. Hence the "
+            "repository is private by default and gated when public, under the terms of access above."),
+        bias_risks_limitations=[
+            "Image generator bias: biases of the text-to-image model can shape the depictions and interact with the "
+            "evaluated model's behaviour (paper, Limitations).",
+            "Synthetic images limit realism; evaluations are not on actual photos (paper, Limitations).",
+            "Some identities are not reliably visible from appearance; the lists' visibility labels mark them (App. A.2).",
+            "Depictions of identities may be stereotyped or culturally insensitive despite the authors' care "
+            "(Ethical Considerations); the descriptors include stigmatised identities on purpose.",
+            "MCQ probing does not capture open-ended or multi-turn behaviour (paper, Limitations).",
+        ],
+        recommendations=[
+            "Record the image generator, its version and prompts of this copy next to the dataset; the builder cannot.",
+            "Restrict analyses to visually representable identities where visibility matters, and report per dimension.",
+            "Keep the repository private or gated; check the generator's terms and the authors' before redistribution.",
+        ],
+        citation_bibtex="""@misc{raj2025vignette,
+  title         = {VIGNETTE: Socially Grounded Bias Evaluation for Vision-Language Models},
+  author        = {Raj, Chahat and Wei, Bowen and Caliskan, Aylin and Anastasopoulos, Antonios and Zhu, Ziwei},
+  year          = {2025},
+  eprint        = {2505.22897},
+  archivePrefix = {arXiv}
+}""",
+        citation_text=("Raj, C., Wei, B., Caliskan, A., Anastasopoulos, A., & Zhu, Z. (2025). *VIGNETTE: Socially "
+                       "Grounded Bias Evaluation for Vision-Language Models.* arXiv:2505.22897."),
+        task_categories=["visual-question-answering"],
+        tags=["social-bias", "fairness", "stereotypes", "synthetic", "vision-language-models", "identities", "vignette"],
+        person_images=True,
+        access_terms=VIGNETTE_ACCESS_TERMS,
+        provenance=provenance,
+        build_command=build_command,
+        notes=notes,
+    )
+
+
 def build_vignette(source: str | os.PathLike, lists_dir: str | os.PathLike, output: str | os.PathLike, *,
                    overwrite: bool = False, license: str = "other") -> VignetteBuildSummary:
     """Validate ``source`` against the lists in ``lists_dir`` and write the ``vignette`` dataset."""
@@ -188,13 +315,8 @@ def build_vignette(source: str | os.PathLike, lists_dir: str | os.PathLike, outp
     identities_used = {(r["gender"], r["descriptor"]) for r in rows}
     activities_used = {r["activity"] for r in rows if r["activity"]}
     manifest = hashlib.sha256("\n".join(f"{r['image_id']} {r['sha256']}" for r in rows).encode()).hexdigest()
-    card = DatasetCard(
-        name="vignette",
-        pretty_name="VIGNETTE individual images and lists",
-        description=("Individual generated images of identities engaged in activities and no-activity portraits, with "
-                     "the VIGNETTE identity, activity, decision-role and SSCM lists (Raj et al.). Paired images are "
-                     "composed side by side by the lm-eval-bias tasks when a doc is read; none are stored."),
-        license=license, columns=IMAGE_COLUMNS,
+    card = vignette_card(
+        license=license,
         provenance={"source folder": root.name, "lists folder": Path(lists_dir).name, "images": len(rows),
                     "portraits": n_portraits, "identities with images": len(identities_used),
                     "activities with images": len(activities_used), "image manifest sha256": manifest,

@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 
 import datasets
 import pytest
@@ -165,8 +166,11 @@ def test_push_to_hub_uses_huggingface_hub_and_never_prints_the_token(source, tmp
 
     class FakeApi:
         def create_repo(self, repo_id, **kwargs):
-            calls.append(("create_repo", repo_id, kwargs["repo_type"]))
+            calls.append(("create_repo", repo_id, kwargs["repo_type"], kwargs["private"]))
             return f"https://hub.invalid/datasets/{repo_id}"
+
+        def repo_info(self, repo_id, **kwargs):
+            return SimpleNamespace(private=True, gated=False)
 
         def upload_folder(self, folder_path, repo_id, **kwargs):
             calls.append(("upload_folder", Path(folder_path).name, repo_id, kwargs["repo_type"]))
@@ -175,7 +179,8 @@ def test_push_to_hub_uses_huggingface_hub_and_never_prints_the_token(source, tmp
     monkeypatch.setenv("HF_TOKEN", "hf_SECRET_TOKEN_123")
     assert main(["build", "focus", "--source", str(source), "--output", str(tmp_path / "focus"),
                  "--push-to-hub", "me/focus"]) == 0
-    assert calls == [("create_repo", "me/focus", "dataset"), ("upload_folder", "focus", "me/focus", "dataset")]
+    # private by default (tests/test_hub_publish.py covers --public and gating)
+    assert calls == [("create_repo", "me/focus", "dataset", True), ("upload_folder", "focus", "me/focus", "dataset")]
     captured = capsys.readouterr()
     assert "hf_SECRET" not in captured.out + captured.err
     assert "hf_SECRET" not in (tmp_path / "focus" / "README.md").read_text()
