@@ -264,8 +264,29 @@ class ImageStore:
                     size = opened.size  # header only
                 if _POOLED is None:
                     _POOLED = _pooled_image_class()
-                image = self._images[image_id] = _POOLED(self, image_id, size)
+                image = _POOLED(self, image_id, size)
+                # keyed for lm-eval's request cache by its encoded bytes: no decode, no PNG encode
+                self._images[image_id] = tag_image(image, _cache_keys().bytes_key(self._bytes(image_id), "rgb"))
         return image
+
+
+def _cache_keys():
+    from lm_eval_bias.backends import cache_keys
+
+    return cache_keys
+
+
+def tag_image(image, key: str | None = None):
+    """``image`` (returned) with a content key for lm-eval's request cache, marked read-only.
+
+    Every image the plugin hands to lm-eval goes through here: ``key`` must determine the pixels
+    (the store passes a hash of the encoded bytes, with how they are decoded); None hashes the
+    pixels now, once. lm-eval then keys cached requests by this key instead of PNG-encoding the
+    image per request; an in-place change voids the key (:mod:`lm_eval_bias.backends.cache_keys`).
+    Inside an lm-eval process this also installs that keying, for plain ``lm_eval`` runs."""
+    cache_keys = _cache_keys()
+    cache_keys.install_if_lm_eval_loaded()
+    return cache_keys.tag_image(image, key)
 
 
 _STORES: dict[tuple[str, str], ImageStore] = {}

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Optional CI stage "vllm-cpu": the real vLLM engine on CPU with a tiny locally built LLaVA, offline
-# (vllm-vlm) and through an OpenAI-compatible vLLM server (local-chat-completions).
+# (vllm-vlm, including a `--use_cache` run killed mid-way and resumed: the restart must ask the engine
+# only what the killed run had not answered) and through an OpenAI-compatible vLLM server
+# (local-chat-completions).
 # Skip it with LM_EVAL_BIAS_CI_VLLM=0. If the environment cannot be installed (network), the stage
 # says so and is skipped; once installed, any failing test fails CI.
 set -uo pipefail
@@ -25,7 +27,7 @@ elif [ "$setup_status" -ne 0 ]; then
   exit 0
 fi
 echo "== CI stage vllm-cpu: installed in $(( $(date +%s) - start )) s; running tests/test_vllm_engine.py"
-.venv-vllm/bin/python -m pytest -q -p no:cacheprovider tests/test_vllm_engine.py
+.venv-vllm/bin/python -m pytest -q -p no:cacheprovider tests/test_vllm_engine.py tests/test_vllm_logprobs.py
 status=$?
 echo "== CI stage vllm-cpu: finished in $(( $(date +%s) - start )) s (exit $status)"
 # On CI the clone is thrown away; free the disk now in case the machine is reused.

