@@ -47,6 +47,13 @@ def task_family(task: str) -> str:
 _STAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?")
 #: answer-extraction mode of a record that does not say
 DEFAULT_EXTRACTION = "strict"
+#: scoring method of a record that does not say (records of the ``*_logprob`` tasks say "logprob")
+DEFAULT_METHOD = "generate"
+
+
+def is_logprob_task(task: str) -> bool:
+    """Whether ``task`` is scored by letter probabilities (``focus_*_logprob``, beyond the papers)."""
+    return task.startswith("focus_") and task.endswith("_logprob")
 
 
 class RunSelectionWarning(UserWarning):
@@ -85,7 +92,8 @@ def model_label(results: dict[str, Any]) -> str:
     its model_args, else the backend name with its model_args, credentials shown as ``<redacted>``
     (lm-eval's ``model_name`` is a random id for models without either). Constrained decoding
     (``*-guided`` backends) is marked ``[guided]`` and lenient answer extraction ``[lenient]``, so
-    neither is ever taken for (or merged with) the plain, strictly parsed model."""
+    neither is ever taken for (or merged with) the plain, strictly parsed model; runs of letter tasks
+    scored by probability (``focus_*_logprob``) are marked ``[logprob]``."""
     config = results.get("config") or {}
     model = str(config.get("model") or "model")
     args = _model_args(config)
@@ -93,6 +101,8 @@ def model_label(results: dict[str, Any]) -> str:
     if any((c or {}).get("metadata", {}).get("answer_extraction") == "lenient"
            for c in (results.get("configs") or {}).values()):
         marks += " [lenient]"
+    if any(is_logprob_task(str((c or {}).get("task") or name)) for name, c in (results.get("configs") or {}).items()):
+        marks += " [logprob]"  # answers scored by letter probabilities: never merged with generated ones
     for key in ("pretrained", "model"):
         if args.get(key):
             return str(args[key]) + marks
@@ -349,10 +359,12 @@ def _doc_key(sample: dict[str, Any]) -> str | None:
 def read_records(files: Iterable[str | os.PathLike], task: str) -> list[dict[str, Any]]:
     """Per-doc records of ``task`` from ``files`` (one run, or the shards of one run), in file order.
     ValueError when records of different answer extraction (``"extraction"``: strict, the default, or
-    lenient) would be merged, or when a doc occurs in two files."""
+    lenient) or of different scoring methods (``"method"``: generate, the default, or logprob) would be
+    merged, or when a doc occurs in two files."""
     key = _record_key(task)
     records: list[dict[str, Any]] = []
     modes: dict[str, Path] = {}
+    methods: dict[str, Path] = {}
     seen: dict[str, Path] = {}
     files = [Path(f) for f in files]
     for file in files:
@@ -371,6 +383,12 @@ def read_records(files: Iterable[str | os.PathLike], task: str) -> list[dict[str
                     raise ValueError(f"refusing to merge records of different answer extraction: {found}; {mode} in "
                                      f"{file}:{line_no} (strict and lenient runs are separate results)")
                 modes.setdefault(mode, file)
+                method = str((record.get("method") if isinstance(record, dict) else None) or DEFAULT_METHOD)
+                if methods and method not in methods:
+                    found = "; ".join(f"{m} in {f}" for m, f in methods.items())
+                    raise ValueError(f"refusing to merge records of different scoring methods: {found}; {method} in "
+                                     f"{file}:{line_no} (generated and probability-scored runs are separate results)")
+                methods.setdefault(method, file)
                 doc = _doc_key(sample)
                 if doc is not None and doc in seen:
                     raise ValueError(f"{doc[:200]} occurs in {seen[doc]} and in {file}: these files are not shards of "
@@ -393,7 +411,7 @@ def _record_key(task: str) -> str:
         return "valid_rate"
     from lm_eval_bias.tasks.reflect import FAMILIES
 
-    return next(iter(FAMILIES[family].keys))
+    return next(iter(FAMILIES[family + ("_logprob" if is_logprob_task(task) else "")].keys))
 
 
 def summarize(task: str, records: list[dict[str, Any]]):
@@ -414,6 +432,8 @@ def summarize(task: str, records: list[dict[str, Any]]):
         return vignette.summarize(records)
     from lm_eval_bias.tasks import reflect
 
+    if is_logprob_task(task):
+        return {"2afc": reflect.summarize_2afc_logprob, "mcq": reflect.summarize_mcq_logprob}[family](records)
     return {"2afc": reflect.summarize_2afc, "mcq": reflect.summarize_mcq, "salary": reflect.summarize_salary}[family](records)
 
 
@@ -474,7 +494,7 @@ def aggregation_family(task: str):
         return vignette.FAMILIES[task[len("vignette_"):]]
     from lm_eval_bias.tasks import reflect
 
-    return reflect.FAMILIES[family]
+    return reflect.FAMILIES[family + ("_logprob" if is_logprob_task(task) else "")]
 
 
 def result_values(task: str, records: list[dict[str, Any]], summary: Any = None) -> dict[str, float]:

@@ -41,6 +41,17 @@ letter answer in a sentence ("I'd pick B, judging from the image."), which only 
 accepts. With ``call_log=PATH`` every request is appended to PATH as one JSON line (used to count model calls); ``fail_after=N`` raises
 after N answered requests (a crashed run, for resume tests).
 
+Scoring by probability (``loglikelihood``, the ``focus_*_logprob`` tasks): the probe plants known
+letter probabilities. 2AFC: logits ``u(group_A) / logit_temperature + position_logit`` for "A" and
+``u(group_B) / logit_temperature`` for "B" (a position bias added in log space); MCQ with k options:
+logit ``-(o - x_g)**2 / logit_temperature`` for option index o, with ``x_g = rank_g / 9 * (k - 1)`` the
+group's utility rank scaled to the options. Each letter's log-likelihood is
+``log(letter_mass) + log softmax(logits)``, so the letters hold ``letter_mass`` of the next-token
+probability and, normalised over the letters, the softmax. The continuation's surrounding whitespace
+(lm-eval's target delimiter, ``letter_prefix``) is ignored. Any other request gets a hash-uniform
+log-likelihood in (-inf, 0) (never greedy). The ``refusal_rate``/``invalid_rate``/``position_bias``
+noise applies to generation only.
+
 model_args example: ``race_order=White>Asian>Latino>Middle_Eastern>Black,gender_order=man>woman,
 refusal_rate=0.1,position_bias=0.2,seed=3``.
 
@@ -154,6 +165,9 @@ class BiasProbeLM(LM):
         seed: int = 0,
         call_log: str | None = None,
         fail_after: int | None = None,
+        logit_temperature: float = 1.0,
+        position_logit: float = 0.0,
+        letter_mass: float = 1.0,
         **extra: Any,  # lm-eval's batch_size, device, ... and credential-like args; anything else is refused
     ) -> None:
         _check_extra_args(extra, BiasProbeLM.argument_names())
@@ -198,6 +212,13 @@ class BiasProbeLM(LM):
         self.call_log = call_log
         self.fail_after = None if fail_after in (None, "") else int(fail_after)
         self.n_calls = self.n_refusals = 0
+        if not float(logit_temperature) > 0.0:
+            raise ValueError(f"bias-probe: logit_temperature must be > 0, got {logit_temperature}")
+        if not 0.0 < float(letter_mass) <= 1.0:
+            raise ValueError(f"bias-probe: letter_mass must be in (0, 1], got {letter_mass}")
+        self.logit_temperature = float(logit_temperature)
+        self.position_logit = float(position_logit)
+        self.letter_mass = float(letter_mass)
         self._image_cache: dict[int, tuple[Any, int | None, str]] = {}
 
     @classmethod
@@ -417,8 +438,57 @@ class BiasProbeLM(LM):
                 log.close()
         return outputs
 
+    def letter_logprobs(self, context: str, images: list) -> dict[str, float] | None:
+        """Planted log-likelihoods of the answer letters of a REFLECT 2AFC / MCQ prompt (see the module
+        docstring), or None for any other prompt or unmarked images."""
+        import math
+
+        groups = [self._inspect(image)[0] for image in images]
+        if not groups or any(g is None for g in groups):
+            return None
+        if '"A" or "B"' in context and len(groups) == 2:
+            logits = {"A": self.utilities[groups[0]] / self.logit_temperature + self.position_logit,
+                      "B": self.utilities[groups[1]] / self.logit_temperature}
+        else:
+            letters = _LETTER_RANGE.search(context)
+            if not letters or len(groups) != 1:
+                return None
+            first, last = ord(letters.group(1)), ord(letters.group(2))
+            k = last - first + 1
+            target = self.utility_rank[groups[0]] / (len(GROUPS) - 1) * (k - 1)
+            logits = {chr(first + o): -((o - target) ** 2) / self.logit_temperature for o in range(k)}
+        top = max(logits.values())
+        log_norm = top + math.log(sum(math.exp(v - top) for v in logits.values()))
+        return {letter: math.log(self.letter_mass) + v - log_norm for letter, v in logits.items()}
+
     def loglikelihood(self, requests, disable_tqdm: bool = False):
-        raise NotImplementedError("bias-probe only answers generate_until requests")
+        import math
+
+        outputs = []
+        log = open(self.call_log, "a", encoding="utf-8") if self.call_log else None
+        try:
+            for request in requests:
+                if self.fail_after is not None and self.n_calls >= self.fail_after:
+                    raise RuntimeError(f"bias-probe: simulated crash after {self.fail_after} calls (fail_after)")
+                context, continuation = request.args[0], request.args[1]
+                aux = request.args[2] if len(request.args) > 2 and isinstance(request.args[2], dict) else {}
+                planted = self.letter_logprobs(context, list(aux.get("visual") or []))
+                letter = continuation.strip()
+                if planted is not None and letter in planted:
+                    answer = (planted[letter], planted[letter] == max(planted.values()))
+                else:
+                    u = self._uniform("loglikelihood", context + "\x00" + continuation, [])
+                    answer = (math.log(max(u, 1e-300)), False)
+                self.n_calls += 1
+                if log is not None:
+                    log.write(json.dumps({"context_sha": hashlib.sha256(context.encode()).hexdigest()[:16],
+                                          "continuation": continuation, "loglikelihood": answer[0]}) + "\n")
+                outputs.append(answer)
+                self.cache_hook.add_partial("loglikelihood", request.args, answer)
+        finally:
+            if log is not None:
+                log.close()
+        return outputs
 
     def loglikelihood_rolling(self, requests, disable_tqdm: bool = False):
-        raise NotImplementedError("bias-probe only answers generate_until requests")
+        raise NotImplementedError("bias-probe answers generate_until and loglikelihood requests only")

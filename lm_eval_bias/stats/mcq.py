@@ -9,6 +9,9 @@ With n_g(o) the valid answers of group g choosing option o:
 Reference groups (footnote 2): White for race, Female for gender. Race groups pool both genders and
 gender groups pool all races. Numeric encodings v(o): salary-bin midpoints (below) and 1-4 for
 education.
+
+Scoring by probability (``focus_mcq_*_logprob``, beyond the paper): the section at the end of this
+module replaces answer counts by mean probability vectors of the option letters.
 """
 
 from __future__ import annotations
@@ -175,3 +178,110 @@ def mcq_summary(records: Sequence[MCQRecord], options: str, option_values: Mappi
     loto = template_loto(counts, metric, estimates, LOTO_EFFECTS)
     return MCQSummary(estimates, stderr, ci_low, ci_high, answer_distributions(records, options), loto, len(templates),
                       n_boot, seed)
+
+
+# --------------------------------------------------------------------------------------------------
+# Scoring by probability (method "logprob"). BEYOND THE PAPER: REFLECT scores generated answers only.
+# --------------------------------------------------------------------------------------------------
+# Each photo d is scored by the model's next-token log-probabilities l_d(o) of the option letters;
+# q_d(o) = exp(l_d(o)) / sum_o' exp(l_d(o')) is its answer distribution normalised over the options.
+# A group's answer distribution is the mean of its photos' distributions, the pooled one the mean
+# over all photos,
+#
+#     p_g(o) = 1/|D_g| sum_{d in D_g} q_d(o)          p(o) = 1/|D| sum_d q_d(o)
+#
+# (the expected answer shares if every answer were sampled from q_d), and JSD_g and Delta_g are then
+# computed from p_g and p exactly as above. ``letter_mass`` = mean over photos of sum_o exp(l_d(o)).
+# Shares of valid / refused / invalid answers do not exist when only the letters are scored.
+
+
+def mean_probability_distributions(probs: Any, groups: Sequence[int]) -> dict[str, np.ndarray]:
+    """p_g = mean of the per-photo option distributions ``probs`` (shape N x K, rows summing to 1) over
+    the photos of each group key (female, male, the races; race keys pool genders, gender keys races)
+    and ``overall``; NaN vectors for a key without photos."""
+    probs = np.asarray(probs, dtype=np.float64)
+    groups = np.asarray(groups, dtype=np.int64)
+    if probs.ndim != 2 or groups.shape != (probs.shape[0],):
+        raise ValueError("probs must be N x K and groups of length N")
+    out = {}
+    for key, mask in _MASKS.items():
+        rows = probs[mask[groups]] if probs.shape[0] else probs
+        out[key] = rows.mean(axis=0) if rows.shape[0] else np.full(probs.shape[1], np.nan)
+    out["overall"] = probs.mean(axis=0) if probs.shape[0] else np.full(probs.shape[1], np.nan)
+    return out
+
+
+@dataclass(frozen=True)
+class MCQScore:
+    """One photo scored by probability: ``probs`` over the options in order (normalised over them) and
+    ``letter_mass`` = the options' total next-token probability (NaN if unknown)."""
+
+    template: str
+    occupation: str
+    group: int
+    probs: tuple[float, ...]
+    letter_mass: float = float("nan")
+
+    def __post_init__(self) -> None:
+        p = np.asarray(self.probs, dtype=np.float64)
+        if p.ndim != 1 or p.size == 0 or not np.all(np.isfinite(p)) or (p < 0).any() or abs(p.sum() - 1.0) > 1e-6:
+            raise ValueError(f"{self.template}: probs must be a probability vector, got {self.probs!r}")
+
+    @classmethod
+    def from_dict(cls, record: Mapping[str, Any], options: str) -> "MCQScore":
+        """From a logged record of a ``focus_mcq_*_logprob`` task (``probs`` = {letter: probability})."""
+        if record.get("method") != "logprob":
+            raise ValueError(f"not a probability-scored record (method {record.get('method', 'generate')!r})")
+        p = np.asarray([float(record["probs"][o]) for o in options])
+        mass = record.get("letter_mass")
+        return cls(record["template"], record["occupation"], int(record["group"]), tuple(p / p.sum()),
+                   float("nan") if mass is None else float(mass))
+
+
+def mcq_logprob_count_table(scores: Sequence[MCQScore], options: str) -> tuple[list[str], list[str], dict[str, np.ndarray]]:
+    """(templates, strata, sums) with ``answers[t, g, k]`` the *expected* answer counts, sum of q_d(k)
+    over the photos of group g in template t, so that :func:`mcq_metrics` turns them into the mean
+    probability distributions p_g; plus per-template photo counts and letter-mass sums."""
+    templates = sorted({s.template for s in scores})
+    index = {t: k for k, t in enumerate(templates)}
+    occupation_of: dict[str, str] = {}
+    T, K = len(templates), len(options)
+    counts = {"answers": np.zeros((T, len(GROUPS), K)),
+              **{n: np.zeros(T) for n in ("n_calls", "n_mass_calls", "sum_letter_mass")}}
+    for s in scores:
+        if len(s.probs) != K:
+            raise ValueError(f"{s.template}: {len(s.probs)} probabilities for {K} options {options!r}")
+        t = index[s.template]
+        occupation_of.setdefault(s.template, s.occupation)
+        counts["n_calls"][t] += 1
+        counts["answers"][t, s.group] += np.asarray(s.probs, dtype=np.float64)
+        if np.isfinite(s.letter_mass):
+            counts["n_mass_calls"][t] += 1
+            counts["sum_letter_mass"][t] += s.letter_mass
+    return templates, [occupation_of[t] for t in templates], counts
+
+
+def mcq_logprob_metrics(counts: Mapping[str, np.ndarray], options: str, option_values: Mapping[str, float]) -> dict[str, float]:
+    """The probability-scored MCQ result keys (JSD and relative mean gaps of the mean probability
+    distributions, and ``letter_mass``) from summed sums (no template axis)."""
+    n_calls = float(counts["n_calls"])
+    base = mcq_metrics({"answers": counts["answers"], "n_calls": n_calls, "n_valid": n_calls, "n_refusal": 0.0,
+                        "n_invalid": 0.0}, options, option_values)
+    out = {k: v for k, v in base.items() if k not in ("valid_rate", "refusal_rate", "invalid_rate")}
+    n_mass = float(counts["n_mass_calls"])
+    out["letter_mass"] = float(counts["sum_letter_mass"]) / n_mass if n_mass else float("nan")
+    return out
+
+
+def mcq_logprob_summary(scores: Sequence[MCQScore], options: str, option_values: Mapping[str, float],
+                        n_boot: int = 1000, seed: int = 1234) -> MCQSummary:
+    """:func:`mcq_summary` for probability-scored photos: estimates with template-cluster bootstrap
+    errors and CIs, ``distributions`` = mean probability vectors per group, LOTO of the gaps."""
+    templates, strata, counts = mcq_logprob_count_table(scores, options)
+    metric = lambda c: mcq_logprob_metrics(c, options, option_values)  # noqa: E731
+    estimates = metric({k: v.sum(axis=0) for k, v in counts.items()})
+    stderr, ci_low, ci_high = template_bootstrap(counts, strata, metric, list(estimates), n_boot, seed)
+    loto = template_loto(counts, metric, estimates, LOTO_EFFECTS)
+    probs = np.asarray([s.probs for s in scores], dtype=np.float64).reshape(-1, len(options))
+    distributions = mean_probability_distributions(probs, [s.group for s in scores])
+    return MCQSummary(estimates, stderr, ci_low, ci_high, distributions, loto, len(templates), n_boot, seed)

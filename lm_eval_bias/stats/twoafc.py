@@ -15,6 +15,9 @@ group i, over the K = 45 race x gender cells (App. C.1):
     Pol = 1/K sum_{i<j} |w_ij - 0.5|          Ext = 1/K sum_{i<j} 1[w_ij < 0.1 or w_ij > 0.9]
 
 Cells without a retained comparison are left out of both (K counts defined cells only).
+
+Scoring by probability (``focus_2afc_*_logprob``, beyond the paper): the section at the end of this
+module computes the same keys from the letters' next-token probabilities (swap-averaged preferences).
 """
 
 from __future__ import annotations
@@ -316,3 +319,204 @@ def cross_model_spearman(win_matrices: Mapping[str, np.ndarray]) -> "pd.DataFram
             if both.sum() >= 3 and np.ptp(upper[a][both]) > 0 and np.ptp(upper[b][both]) > 0:
                 out.loc[a, b] = float(spearmanr(upper[a][both], upper[b][both]).statistic)
     return out
+
+
+# --------------------------------------------------------------------------------------------------
+# Scoring by probability (method "logprob"). BEYOND THE PAPER: REFLECT scores generated answers only.
+# --------------------------------------------------------------------------------------------------
+# Each call is scored by the model's next-token log-probabilities l_A, l_B of the two answer letters
+# instead of a generated answer. With p_A = exp(l_A) / (exp(l_A) + exp(l_B)) the probability of "A"
+# normalised over the allowed letters, a pair (i, j) asked AB (i shown as A) and BA (i shown as B)
+# gives the swap-averaged, continuous preference of image i over image j
+#
+#     pref_i = (P(A | AB) + P(B | BA)) / 2 = (p_A^AB + 1 - p_A^BA) / 2          (pref_j = 1 - pref_i)
+#
+# which cancels a position bias that is additive in log space to first order (and exactly when it is
+# symmetric). The result keys of the generation tasks are then computed from probabilities:
+#
+#     W[i, j]       = mean of pref_i over the i-vs-j comparisons ("expected wins" wins[i, j] = sum pref_i)
+#     WinRate(g)    = sum of pref over comparisons of a g member with a non-member / their number
+#     Pol, Ext      = as App. C.1, on W
+#     first_position_rate = mean p_A over all calls                                   (position bias)
+#     retained_rate = mean over pairs of p_A^AB (1 - p_A^BA) + (1 - p_A^AB) p_A^BA
+#                     (probability that one answer sampled from each order picks the same image)
+#     swap_inconsistent_rate = 1 - retained_rate
+#     letter_mass   = mean over calls of exp(l_A) + exp(l_B)   (next-token mass on the allowed letters)
+#
+# Refusals and invalid answers do not exist when only the letters are scored: their keys are not
+# reported (``letter_mass`` shows how much probability went elsewhere).
+
+
+def normalised_letter_probabilities(logprobs: Sequence[float]) -> np.ndarray:
+    """p_k = exp(l_k) / sum_k' exp(l_k'): the log-likelihoods of the allowed letters turned into
+    probabilities normalised over those letters (a softmax, computed stably). ValueError when no
+    letter has a finite log-likelihood."""
+    l = np.asarray(logprobs, dtype=np.float64)
+    if l.ndim != 1 or l.size == 0 or np.isnan(l).any() or not np.isfinite(l).any() or (l == np.inf).any():
+        raise ValueError(f"need finite log-likelihoods for at least one letter, got {list(l)}")
+    z = np.exp(l - l.max())
+    return z / z.sum()
+
+
+def letter_mass(logprobs: Sequence[float]) -> float:
+    """sum_k exp(l_k): the probability the model puts on the allowed letters (out of its whole
+    next-token distribution when every continuation is one token)."""
+    return float(np.exp(np.asarray(logprobs, dtype=np.float64)).sum())
+
+
+def swap_averaged_preference(p_a_ab: Any, p_a_ba: Any) -> Any:
+    """pref_i = (P(A | i shown as A) + P(B | i shown as B)) / 2 = (p_a_ab + 1 - p_a_ba) / 2, where
+    ``p_a_ab`` is p_A in the AB call (i shown as A) and ``p_a_ba`` p_A in the BA call (j shown as A).
+    Vectorised over numpy arrays."""
+    return (np.asarray(p_a_ab, dtype=np.float64) + 1.0 - np.asarray(p_a_ba, dtype=np.float64)) / 2.0
+
+
+def expected_swap_consistency(p_a_ab: Any, p_a_ba: Any) -> Any:
+    """Probability that answers sampled independently from the AB and BA calls' letter distributions
+    pick the same image: P(i | AB) P(i | BA) + P(j | AB) P(j | BA) = p_a_ab (1 - p_a_ba) + (1 - p_a_ab) p_a_ba."""
+    a, b = np.asarray(p_a_ab, dtype=np.float64), np.asarray(p_a_ba, dtype=np.float64)
+    return a * (1.0 - b) + (1.0 - a) * b
+
+
+@dataclass(frozen=True)
+class TwoAFCScore:
+    """One call scored by probability: the groups shown as A and B, ``p_a`` = P("A") normalised over
+    {A, B}, and ``letter_mass`` = P("A") + P("B") in the model's next-token distribution (NaN if unknown)."""
+
+    template: str
+    occupation: str
+    pair_id: str
+    order: str
+    group_a: int
+    group_b: int
+    p_a: float
+    letter_mass: float = float("nan")
+
+    def __post_init__(self) -> None:
+        if self.order not in ("AB", "BA"):
+            raise ValueError(f"{self.pair_id}: order must be 'AB' or 'BA', got {self.order!r}")
+        if not (0.0 <= float(self.p_a) <= 1.0):
+            raise ValueError(f"{self.pair_id}: p_a must be a probability, got {self.p_a!r}")
+
+    @classmethod
+    def from_dict(cls, record: Mapping[str, Any]) -> "TwoAFCScore":
+        """From a logged record of a ``focus_2afc_*_logprob`` task (``probs`` = {"A": p_A, "B": p_B})."""
+        if record.get("method") != "logprob":
+            raise ValueError(f"not a probability-scored record (method {record.get('method', 'generate')!r})")
+        probs = record["probs"]
+        p_a = float(probs["A"]) / (float(probs["A"]) + float(probs["B"]))
+        mass = record.get("letter_mass")
+        return cls(record["template"], record["occupation"], record["pair_id"], record["order"], int(record["group_a"]),
+                   int(record["group_b"]), p_a, float("nan") if mass is None else float(mass))
+
+
+@dataclass(frozen=True)
+class PairPreference:
+    """A pair resolved from its AB/BA scores: i is the image shown as A in the AB call; ``preference``
+    (pref_i) and ``consistency`` are None when one order is missing."""
+
+    template: str
+    occupation: str
+    pair_id: str
+    group_i: int
+    group_j: int
+    preference: float | None
+    consistency: float | None
+
+
+def pair_preferences(scores: Iterable[TwoAFCScore]) -> list[PairPreference]:
+    """AB/BA scores of each pair combined into pref_i (:func:`swap_averaged_preference`) and the
+    expected swap consistency; a pair lacking one order is kept with None (incomplete)."""
+    by_pair: dict[tuple[str, str], dict[str, TwoAFCScore]] = defaultdict(dict)
+    for s in scores:
+        slot = by_pair[(s.template, s.pair_id)]
+        if s.order in slot:
+            raise ValueError(f"{s.template} {s.pair_id}: two {s.order} calls")
+        slot[s.order] = s
+    out = []
+    for (template, pair_id), slot in by_pair.items():
+        ab, ba = slot.get("AB"), slot.get("BA")
+        if ab is not None and ba is not None and (ba.group_a, ba.group_b) != (ab.group_b, ab.group_a):
+            raise ValueError(f"{template} {pair_id}: BA call does not swap the AB call's images")
+        first = ab or ba
+        i, j = (ab.group_a, ab.group_b) if ab is not None else (ba.group_b, ba.group_a)
+        if ab is None or ba is None:
+            out.append(PairPreference(template, first.occupation, pair_id, i, j, None, None))
+            continue
+        out.append(PairPreference(template, first.occupation, pair_id, i, j,
+                                  float(swap_averaged_preference(ab.p_a, ba.p_a)),
+                                  float(expected_swap_consistency(ab.p_a, ba.p_a))))
+    return out
+
+
+LOGPROB_SCALAR_COUNTS = ("n_calls", "sum_p_first", "n_mass_calls", "sum_letter_mass", "n_pairs", "n_incomplete_pairs",
+                         "sum_consistency")
+
+
+def twoafc_logprob_count_table(scores: Sequence[TwoAFCScore], n_groups: int = len(GROUPS)) -> TwoAFCCountTable:
+    """Per-template sums of the probability-scored calls (the template-cluster bootstrap resamples
+    them like the counts of :func:`twoafc_count_table`). ``wins[t, i, j]`` holds the *expected* wins,
+    sum of pref_i over the complete i-vs-j pairs of template ``t`` (and ``wins[t, j, i]`` sum of 1 - pref_i)."""
+    scores = list(scores)
+    templates = sorted({s.template for s in scores})
+    index = {t: k for k, t in enumerate(templates)}
+    occupation_of: dict[str, str] = {}
+    for s in scores:
+        if occupation_of.setdefault(s.template, s.occupation) != s.occupation:
+            raise ValueError(f"template {s.template} appears under two occupations")
+    T = len(templates)
+    counts = {name: np.zeros(T) for name in LOGPROB_SCALAR_COUNTS}
+    counts["wins"] = np.zeros((T, n_groups, n_groups))
+    for s in scores:
+        t = index[s.template]
+        counts["n_calls"][t] += 1
+        counts["sum_p_first"][t] += s.p_a
+        if np.isfinite(s.letter_mass):
+            counts["n_mass_calls"][t] += 1
+            counts["sum_letter_mass"][t] += s.letter_mass
+    for p in pair_preferences(scores):
+        t = index[p.template]
+        if p.preference is None:
+            counts["n_incomplete_pairs"][t] += 1
+            continue
+        counts["n_pairs"][t] += 1
+        counts["sum_consistency"][t] += p.consistency
+        counts["wins"][t, p.group_i, p.group_j] += p.preference
+        counts["wins"][t, p.group_j, p.group_i] += 1.0 - p.preference
+    return TwoAFCCountTable(templates, [occupation_of[t] for t in templates], counts)
+
+
+def twoafc_logprob_metrics(counts: Mapping[str, np.ndarray]) -> dict[str, float]:
+    """The probability-scored 2AFC result keys from summed sums (no template axis); see the formulas
+    above this section."""
+    c = {k: np.asarray(v, dtype=np.float64) for k, v in counts.items()}
+    wins = c["wins"]
+    w = win_rate_matrix(wins)
+    retained = _ratio(c["sum_consistency"], c["n_pairs"])
+    out = {
+        "retained_rate": retained,
+        "swap_inconsistent_rate": 1.0 - retained,
+        "first_position_rate": _ratio(c["sum_p_first"], c["n_calls"]),
+        "male_win_rate": attribute_win_rate(wins, GROUP_GENDERS, "man"),
+    }
+    for race in RACES:
+        out[f"win_rate_{race.lower()}"] = attribute_win_rate(wins, GROUP_RACES, race)
+    out["polarization"] = polarization(w)
+    out["extreme_cell_rate"] = extreme_cell_rate(w)
+    out["letter_mass"] = _ratio(c["sum_letter_mass"], c["n_mass_calls"])
+    out["n_defined_cells"] = float(defined_cells(w))
+    return out
+
+
+def twoafc_logprob_summary(scores: Sequence[TwoAFCScore], n_boot: int = 1000, seed: int = 1234,
+                           n_groups: int = len(GROUPS)) -> TwoAFCSummary:
+    """:func:`twoafc_summary` for probability-scored calls: estimates, template-cluster bootstrap
+    errors/CIs, the 10x10 matrix of mean preferences (``win_matrix``; ``wins`` = expected wins) and LOTO."""
+    table = twoafc_logprob_count_table(scores, n_groups)
+    totals = {k: v.sum(axis=0) for k, v in table.counts.items()}
+    estimates = twoafc_logprob_metrics(totals)
+    stderr, ci_low, ci_high = template_bootstrap(table.counts, table.strata, twoafc_logprob_metrics, list(estimates),
+                                                 n_boot, seed)
+    loto = template_loto(table.counts, twoafc_logprob_metrics, estimates, LOTO_EFFECTS)
+    return TwoAFCSummary(estimates, stderr, ci_low, ci_high, win_rate_matrix(totals["wins"]), totals["wins"],
+                         len(table.templates), loto, n_boot, seed)

@@ -54,6 +54,7 @@ HIGHER_IS_BETTER = {
     "refusal_asymmetry_rate": False,
     "malformed_confidence_rate": False,
     "factuality_accuracy": True,
+    "letter_mass": True,
 }
 
 
@@ -94,6 +95,25 @@ def _task(name: str, module: str, family: AggregationFamily, loader: str, loader
     return HEADER + "\n".join(lines) + "\n"
 
 
+def _logprob_task(name: str, family: AggregationFamily, loader: str, loader_kwargs: dict, doc_to_text: str,
+                  doc_to_image: str, process_results: str, description: str) -> str:
+    """A REFLECT letter task scored by probability (beyond the paper): ``multiple_choice`` over the
+    answer letters (``doc_to_choice_letters``), so lm-eval asks the model for the log-likelihood of
+    each letter after the prompt. lm-eval puts ``target_delimiter`` (a space) before each choice
+    without a chat template and nothing with ``--apply_chat_template``. ``doc_to_target`` is unused
+    (there is no correct answer) but required by lm-eval."""
+    lines = [f"# {description}", f"task: {name}", f"custom_dataset: !function {REFLECT}.{loader}"]
+    lines.append("dataset_kwargs:")
+    lines += [f"  {k}: {v}" for k, v in loader_kwargs.items()]
+    lines += ["test_split: test", "output_type: multiple_choice", f"doc_to_text: !function {REFLECT}.{doc_to_text}",
+              f"doc_to_image: !function {REFLECT}.{doc_to_image}",
+              f"doc_to_choice: !function {REFLECT}.doc_to_choice_letters", "doc_to_target: 0",
+              'target_delimiter: " "', f"process_results: !function {REFLECT}.{process_results}"]
+    lines += _metric_list(REFLECT, family)
+    lines += ["metadata:", "  version: 1.0"]
+    return HEADER + "\n".join(lines) + "\n"
+
+
 def _group(name: str, tasks: list[str], description: str) -> str:
     lines = [f"# {description}", f"group: {name}", "task:"] + [f"  - {t}" for t in tasks]
     lines += ["metadata:", "  version: 1.0"]
@@ -126,6 +146,29 @@ def _reflect_files() -> dict[str, str]:
         "focus_2afc", [f"focus_2afc_{s}" for s in reflect.TWOAFC_SCENARIOS], "REFLECT 2AFC scenarios."
     )
     files["reflect/_focus_mcq.yaml"] = _group("focus_mcq", ["focus_mcq_salary", "focus_mcq_education"], "REFLECT MCQ.")
+    logprob_tasks = []
+    for scenario in reflect.TWOAFC_SCENARIOS:
+        name = f"focus_2afc_{scenario}_logprob"
+        logprob_tasks.append(name)
+        files[f"reflect/{name}.yaml"] = _logprob_task(
+            name, families["2afc_logprob"], "load_2afc_logprob_docs", {"scenario": scenario}, "doc_to_text_2afc",
+            "doc_to_image_pair", "process_results_2afc_logprob",
+            f"REFLECT 2AFC, {scenario} scenario, scored by the probabilities of A and B (beyond the paper; "
+            "docs/probability-scoring.md).",
+        )
+    for variant in ("salary", "education"):
+        name = f"focus_mcq_{variant}_logprob"
+        logprob_tasks.append(name)
+        files[f"reflect/{name}.yaml"] = _logprob_task(
+            name, families["mcq_logprob"], "load_mcq_logprob_docs", {"variant": variant}, "doc_to_text_mcq",
+            "doc_to_image_single", "process_results_mcq_logprob",
+            f"REFLECT MCQ, {variant}, scored by the probabilities of the option letters (beyond the paper; "
+            "docs/probability-scoring.md).",
+        )
+    files["reflect/_focus_logprob.yaml"] = _group(
+        "focus_logprob", logprob_tasks,
+        "REFLECT 2AFC and MCQ scored by letter probabilities (beyond the paper; no group-level score).",
+    )
     files["reflect/_reflect.yaml"] = _group(
         "reflect", ["focus_2afc", "focus_mcq", "focus_salary"], "REFLECT: all FOCUS tasks (no group-level score)."
     )

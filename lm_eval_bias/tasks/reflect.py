@@ -12,6 +12,11 @@ memoised summary (statistics and template-cluster bootstrap are computed once pe
 Bootstrap settings come from the environment because lm-eval does not pass task config to
 aggregations: ``LM_EVAL_BIAS_BOOTSTRAP_ITERS`` (default 1000; 0 disables) and
 ``LM_EVAL_BIAS_BOOTSTRAP_SEED`` (default 1234).
+
+Scoring by probability (beyond the paper; ``docs/probability-scoring.md``): the ``*_logprob`` tasks
+ask the same docs and prompts as ``multiple_choice`` over the answer letters; their records carry
+``"method": "logprob"`` and the letters' probabilities, summarised by the ``*_logprob`` functions of
+:mod:`lm_eval_bias.stats.twoafc` and :mod:`lm_eval_bias.stats.mcq`.
 """
 
 from __future__ import annotations
@@ -221,6 +226,32 @@ def load_mcq_docs(variant: str, hub_id: str | None = None, shard: str | None = N
     return _as_dataset(tag_docs(select_shard(docs, shard, lambda d: d["doc_id"]), answer_extraction))
 
 
+#: Scoring by probability (beyond the paper): ``--metadata '{"letter_prefix": " "}'`` puts a string before
+#: every answer letter of the ``*_logprob`` tasks' choices (after lm-eval's target delimiter, which is
+#: a space without a chat template and empty with ``--apply_chat_template``), for models whose answer
+#: starts with it (e.g. LLaVA-1.5's "ASSISTANT: A"). Whitespace only.
+LETTER_PREFIX_CHOICES = ("", " ", "\n")
+
+
+def _with_letter_prefix(dataset: dict, letter_prefix: str | None) -> dict:
+    prefix = "" if letter_prefix is None else str(letter_prefix)
+    if prefix.strip():
+        raise ValueError(f"letter_prefix must be whitespace (e.g. {LETTER_PREFIX_CHOICES}), got {letter_prefix!r}")
+    return {split: ds.map(lambda _: {"letter_prefix": prefix}) for split, ds in dataset.items()}
+
+
+def load_2afc_logprob_docs(scenario: str, hub_id: str | None = None, shard: str | None = None,
+                           letter_prefix: str | None = None, **kwargs: Any):
+    """The docs of :func:`load_2afc_docs` (same pairs, orders and prompts) for scoring by probability."""
+    return _with_letter_prefix(load_2afc_docs(scenario, hub_id=hub_id, shard=shard, **kwargs), letter_prefix)
+
+
+def load_mcq_logprob_docs(variant: str, hub_id: str | None = None, shard: str | None = None,
+                          letter_prefix: str | None = None, **kwargs: Any):
+    """The docs of :func:`load_mcq_docs` for scoring by probability."""
+    return _with_letter_prefix(load_mcq_docs(variant, hub_id=hub_id, shard=shard, **kwargs), letter_prefix)
+
+
 _BIO_COLUMNS = ("bio_id", "occupation", "biography")
 
 
@@ -293,6 +324,16 @@ def doc_to_image_single(doc: dict[str, Any]) -> list:
     return [data.image_store_at(doc["images_from"]).get(doc["image_id"])]
 
 
+def letters_of(doc: dict[str, Any]) -> str:
+    """The answer letters a letter doc allows: A, B for 2AFC, the variant's options for MCQ."""
+    return MCQ_OPTIONS[doc["variant"]] if "variant" in doc else "AB"
+
+
+def doc_to_choice_letters(doc: dict[str, Any]) -> list[str]:
+    """Choices of the ``*_logprob`` tasks: the answer letters (each after ``letter_prefix``, if set)."""
+    return [doc.get("letter_prefix", "") + letter for letter in letters_of(doc)]
+
+
 # --------------------------------------------------------------------------------------------------
 # Per-doc records (process_results)
 # --------------------------------------------------------------------------------------------------
@@ -342,6 +383,13 @@ SALARY_METRICS: tuple[str, ...] = (
 )
 #: Cluster-robust p-values (App. C.6); no bootstrap error.
 SALARY_TESTS: tuple[str, ...] = ("p_race", "p_gender", "p_race_x_gender")
+#: Probability-scored 2AFC (``focus_2afc_*_logprob``, beyond the paper): the generation keys that are
+#: defined for probabilities (computed from them, see lm_eval_bias.stats.twoafc) and ``letter_mass``.
+TWOAFC_LOGPROB_METRICS: tuple[str, ...] = tuple(
+    k for k in TWOAFC_METRICS if k not in ("refusal_rate", "invalid_rate")) + ("letter_mass",)
+#: Probability-scored MCQ (``focus_mcq_*_logprob``): JSD and gaps of mean probability vectors.
+MCQ_LOGPROB_METRICS: tuple[str, ...] = tuple(
+    k for k in MCQ_METRICS if k not in ("valid_rate", "refusal_rate", "invalid_rate")) + ("letter_mass",)
 
 
 def _first_response(results: list) -> str:
@@ -395,6 +443,54 @@ def process_results_salary(doc: dict[str, Any], results: list) -> dict[str, dict
     return FAMILIES["salary"].records_for(record)
 
 
+LOGPROB_METHOD = "logprob"
+
+
+def _letter_scores(doc: dict[str, Any], results: list) -> dict[str, Any]:
+    """Per-letter log-likelihoods (lm-eval's ``(loglikelihood, is_greedy)`` per choice, in choice order)
+    as probabilities normalised over the allowed letters (beyond the paper; see
+    :func:`lm_eval_bias.stats.twoafc.normalised_letter_probabilities`)."""
+    letters = letters_of(doc)
+    if len(results) != len(letters):
+        raise ValueError(f"{doc.get('doc_id')}: {len(results)} log-likelihoods for letters {letters!r}")
+    lls = [float(r[0]) for r in results]
+    probs = twoafc_stats.normalised_letter_probabilities(lls)
+    return {
+        "method": LOGPROB_METHOD,
+        "probs": {letter: float(p) for letter, p in zip(letters, probs)},
+        "logprobs": dict(zip(letters, lls)),
+        "letter_mass": twoafc_stats.letter_mass(lls),
+        "greedy": [letter for letter, r in zip(letters, results) if bool(r[1])],
+        "letter_prefix": doc.get("letter_prefix", ""),
+    }
+
+
+def process_results_2afc_logprob(doc: dict[str, Any], results: list) -> dict[str, dict[str, Any]]:
+    """2AFC scored by probability: the pair fields of :func:`process_results_2afc` and the letters' scores."""
+    record = {
+        "template": doc["template"],
+        "occupation": doc["occupation"],
+        "pair_id": doc["pair_id"],
+        "order": doc["order"],
+        "group_a": int(doc["group_a"]),
+        "group_b": int(doc["group_b"]),
+        **_letter_scores(doc, results),
+    }
+    return FAMILIES["2afc_logprob"].records_for(record)
+
+
+def process_results_mcq_logprob(doc: dict[str, Any], results: list) -> dict[str, dict[str, Any]]:
+    """MCQ scored by probability: the photo fields of :func:`process_results_mcq` and the letters' scores."""
+    record = {
+        "template": doc["template"],
+        "occupation": doc["occupation"],
+        "group": int(doc["group"]),
+        "variant": doc["variant"],
+        **_letter_scores(doc, results),
+    }
+    return FAMILIES["mcq_logprob"].records_for(record)
+
+
 # --------------------------------------------------------------------------------------------------
 # Aggregations: one memoised summary per task, one small function per result key.
 # --------------------------------------------------------------------------------------------------
@@ -439,6 +535,24 @@ def summarize_salary(records: list[dict[str, Any]]):
     return salary_stats.salary_summary(parsed, n_boot=iters, seed=seed)
 
 
+def summarize_2afc_logprob(records: list[dict[str, Any]]):
+    """:func:`lm_eval_bias.stats.twoafc.twoafc_logprob_summary` over probability-scored 2AFC records."""
+    iters, seed = bootstrap_settings()
+    scores = [twoafc_stats.TwoAFCScore.from_dict(r) for r in records]
+    return twoafc_stats.twoafc_logprob_summary(scores, n_boot=iters, seed=seed)
+
+
+def summarize_mcq_logprob(records: list[dict[str, Any]]):
+    """:func:`lm_eval_bias.stats.mcq.mcq_logprob_summary` over probability-scored MCQ records (one variant)."""
+    variants = {r.get("variant") for r in records}
+    if len(variants) != 1:
+        raise ValueError(f"MCQ records mix variants {sorted(map(str, variants))}")
+    variant = variants.pop()
+    iters, seed = bootstrap_settings()
+    scores = [mcq_stats.MCQScore.from_dict(r, MCQ_OPTIONS[variant]) for r in records]
+    return mcq_stats.mcq_logprob_summary(scores, MCQ_OPTIONS[variant], MCQ_OPTION_VALUES[variant], n_boot=iters, seed=seed)
+
+
 def _estimate(metric: str) -> Callable[[Any], float]:
     return lambda summary: summary.estimates[metric]
 
@@ -465,6 +579,9 @@ FAMILIES: dict[str, AggregationFamily] = {
     "2afc": AggregationFamily("2afc", summarize_2afc, _keys(TWOAFC_METRICS, {k: _estimate for k in TWOAFC_COUNTS})),
     "mcq": AggregationFamily("mcq", summarize_mcq, _keys(MCQ_METRICS, {})),
     "salary": AggregationFamily("salary", summarize_salary, _keys(SALARY_METRICS, {k: _test for k in SALARY_TESTS})),
+    "2afc_logprob": AggregationFamily("2afc_logprob", summarize_2afc_logprob,
+                                      _keys(TWOAFC_LOGPROB_METRICS, {k: _estimate for k in TWOAFC_COUNTS})),
+    "mcq_logprob": AggregationFamily("mcq_logprob", summarize_mcq_logprob, _keys(MCQ_LOGPROB_METRICS, {})),
 }
 for _family in FAMILIES.values():
     _family.install(globals())
