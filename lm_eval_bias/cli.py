@@ -294,7 +294,12 @@ def _build_main(argv: list[str]) -> int:
 
 
 def _with_plugin_tasks(include_path):
-    """``--include_path`` value that adds the plugin's task folder to the user's (if any)."""
+    """``--include_path`` value that adds the plugin's task folder to the user's (if any), unless the
+    harness indexes the plugin's ``lm_eval.tasks`` entry point itself (:mod:`lm_eval_bias.harness`)."""
+    from lm_eval_bias.harness import harness_loads_plugin_tasks
+
+    if harness_loads_plugin_tasks():
+        return include_path
     ours = str(tasks_dir())
     if not include_path:
         return ours
@@ -319,6 +324,7 @@ def run_harness(argv: list[str]) -> None:
     redaction.scan_argv(argv)
     try:
         cli = HarnessCLI()
+        _name_as_lm_eval_bias(cli)
         with redaction.parsing():
             args = cli.parse_args()
             if getattr(args, "command", None) == "run" and getattr(args, "model_args", None):
@@ -326,6 +332,12 @@ def run_harness(argv: list[str]) -> None:
     finally:
         sys.argv = saved
     redaction.warn(getattr(args, "model", None))
+    if getattr(args, "command", None) in ("run", "validate"):
+        unknown = unknown_task_errors(getattr(args, "tasks", None), getattr(args, "include_path", None))
+        if unknown:
+            for line in unknown:
+                print(f"error: {line}", file=sys.stderr)
+            raise SystemExit(2)
     if hasattr(args, "include_path"):
         args.include_path = _with_plugin_tasks(args.include_path)
     if getattr(args, "command", None) == "run" and getattr(args, "model", None) and getattr(args, "tasks", None):
@@ -337,13 +349,192 @@ def run_harness(argv: list[str]) -> None:
         except ImageBudgetError as exc:
             print(f"error: {exc}", file=sys.stderr)
             raise SystemExit(2) from None
+    if getattr(args, "command", None) == "run" and getattr(args, "tasks", None):  # before lm-eval loads the model
+        from lm_eval_bias.data import DataSourceError
+
+        try:
+            check_task_data(args.tasks, args.model_args, getattr(args, "metadata", None), getattr(args, "config", None))
+        except DataSourceError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            raise SystemExit(2) from None
     if getattr(args, "command", None) in ("run", "validate") and _only_plugin_tasks(getattr(args, "tasks", None)):
         _skip_builtin_task_index()
-    if getattr(args, "command", None) == "run":
-        with redaction.applied():
+    from lm_eval_bias.data import DataSourceError
+
+    try:
+        if getattr(args, "command", None) == "run":
+            with redaction.applied():
+                cli.execute(args)
+        else:
             cli.execute(args)
-    else:
-        cli.execute(args)
+    except DataSourceError as exc:  # no dataset, or one of the wrong shape: the message says what to do
+        print(f"error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    except ValueError as exc:  # lm-eval's "Tasks not found: a, b" for names that are not the plugin's
+        if not str(exc).startswith("Tasks not found: "):
+            raise
+        print(f"error: {exc}; `lm-eval-bias ls tasks` lists them", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+#: lm-eval sub-commands whose help and error messages name them as ``lm-eval-bias <command>``
+_LM_EVAL_NAME = re.compile(r"\blm-eval (?=(?:run|ls|list|validate)\b)")
+
+
+def _name_as_lm_eval_bias(cli) -> None:
+    """Make lm-eval's parsers call themselves ``lm-eval-bias run|ls|validate`` (usage lines, examples,
+    argparse errors), and say in each description what the plugin adds."""
+    parser = getattr(cli, "_parser", None)
+    subparsers = getattr(cli, "_subparsers", None)
+    if parser is None or subparsers is None:  # another lm-eval layout: keep its own names
+        return
+    parser.prog = "lm-eval-bias"
+    for name, sub in subparsers.choices.items():
+        sub.prog = f"lm-eval-bias {name}"
+        if sub.usage:
+            sub.usage = re.sub(r"^lm-eval \S+", f"lm-eval-bias {name}", sub.usage)
+        if sub.epilog:
+            sub.epilog = _LM_EVAL_NAME.sub("lm-eval-bias ", sub.epilog)
+        for action in sub._actions:
+            if isinstance(action.help, str):
+                action.help = _LM_EVAL_NAME.sub("lm-eval-bias ", action.help)
+        models = " and its models (bias-probe) registered" if name == "run" else ""
+        note = f"lm-eval's `{name}`, with the lm-eval-bias tasks available{models}."
+        sub.description = f"{sub.description}\n\n{note}" if sub.description else note
+
+
+_YAML_KEY = re.compile(rb"^[ \t]*(?:-[ \t]*)?[\"']?(?:task|group|tag)[\"']?[ \t]*:[ \t]*([^\n#]*)", re.M)
+_YAML_BLOCK = re.compile(rb"^[ \t]*[\"']?(?:task|group|tag)[\"']?[ \t]*:[ \t]*(?:#[^\n]*)?\n((?:[ \t]*-[^\n]*\n?)+)",
+                         re.M)
+_YAML_ITEM = re.compile(rb"^[ \t]*-[ \t]*([^\s#:]+)[ \t]*(?:#[^\n]*)?$", re.M)
+
+
+def _yaml_names(folders, among=None) -> set[str]:
+    """Task, group and tag names (and group members) in the YAML files under ``folders``, read as text;
+    with ``among``, only those names, reading only files that contain one of them.
+
+    A generous superset of what lm-eval's index holds (no YAML parsing, no ``!function`` import), and
+    fast enough (~1 s for lm-eval's 14k files) to check a name before that index is built."""
+    wanted = [n.encode("utf-8") for n in among] if among is not None else None
+    names: set[bytes] = set()
+    for folder in folders:
+        folder = os.path.expanduser(str(folder))
+        if os.path.isfile(folder):
+            walk = [(os.path.dirname(folder), [], [os.path.basename(folder)])]
+        else:
+            walk = os.walk(folder)
+        for root, _, files in walk:
+            for file in files:
+                if not (file.endswith((".yaml", ".yml", "_yaml")) or "." not in file):
+                    continue
+                try:
+                    with open(os.path.join(root, file), "rb") as handle:
+                        text = handle.read()
+                except OSError:
+                    continue
+                if wanted is not None and not any(n in text for n in wanted):
+                    continue
+                for value in _YAML_KEY.findall(text):
+                    names.update(v.strip().strip(b"'\"") for v in value.strip().strip(b"[]").split(b","))
+                for block in _YAML_BLOCK.findall(text):
+                    names.update(v.strip(b"'\"") for v in _YAML_ITEM.findall(block))
+    found = {n.decode("utf-8", "replace") for n in names if n}
+    return found if among is None else found & set(among)
+
+
+def plugin_task_names() -> list[str]:
+    """Names of the plugin's tasks and groups (its task folder's ``task:`` and ``group:`` entries)."""
+    names: list[str] = []
+    pattern = re.compile(r"^(?:task|group):[ \t]*([^\s#]+)", re.M)
+    for path in sorted(tasks_dir().rglob("*.yaml")):
+        names += [n for n in pattern.findall(path.read_text(encoding="utf-8")) if n not in names]
+    return names
+
+
+#: datasets (:data:`lm_eval_bias.data.DEFAULT_HUB_IDS` names) read by each plugin task module's doc loaders
+_MODULE_DATASETS = {"reflect": ("focus",), "fact_or_fair": ("fact_or_fair",), "cf_vqa": ("cf_vqa",),
+                    "vignette": ("vignette",)}
+
+
+def plugin_task_datasets(tasks) -> list[str]:
+    """The datasets that the plugin tasks and groups among ``tasks`` read (from their YAMLs'
+    ``custom_dataset`` hooks; groups are expanded). Other names are ignored."""
+    texts: dict[str, str] = {}
+    for path in sorted(tasks_dir().rglob("*.yaml")):
+        text = path.read_text(encoding="utf-8")
+        name = re.search(r"^(?:task|group):[ \t]*([^\s#]+)", text, re.M)
+        if name:
+            texts.setdefault(name.group(1), text)
+    found: list[str] = []
+    seen: set[str] = set()
+
+    def visit(name: str) -> None:
+        if name in seen or name not in texts:
+            return
+        seen.add(name)
+        text = texts[name]
+        for module, function in re.findall(r"^custom_dataset:\s*!function lm_eval_bias\.tasks\.(\w+)\.(\w+)", text, re.M):
+            for dataset in _MODULE_DATASETS.get(module, ()) + (("focus_bios",) if function == "load_salary_docs" else ()):
+                if dataset not in found:
+                    found.append(dataset)
+        if re.search(r"^group:", text, re.M):
+            for member in re.findall(r"^  - ([^\s#:]+)[ \t]*$", text, re.M):
+                visit(member)
+
+    for name in (n.strip() for t in (tasks if isinstance(tasks, list) else [tasks]) for n in str(t).split(",")):
+        visit(name)
+    return found
+
+
+def check_task_data(tasks, model_args=None, metadata=None, config=None) -> None:
+    """Raise :class:`~lm_eval_bias.data.DataSourceError` (whose message says how to build or point to
+    the data) when a requested plugin task's dataset cannot be found — before lm-eval imports torch
+    and loads the model. Reads ``hub_id`` / ``bios_hub_id`` as the tasks will (``--model_args``
+    merged with ``--metadata``). Skipped with ``--config`` (its file may point tasks elsewhere); a
+    dataset that is there is not loaded here."""
+    if config:
+        return
+    from lm_eval_bias import data
+
+    merged: dict = {}
+    for part in (model_args, metadata):
+        if isinstance(part, str) and part.strip():
+            from lm_eval.utils import simple_parse_args_string
+
+            part = simple_parse_args_string(part)
+        if isinstance(part, dict):
+            merged.update(part)
+    for name in plugin_task_datasets(tasks):
+        hub_id = merged.get(data.HUB_ID_KEYS.get(name, "hub_id"))
+        location = data.resolve_dataset_location(name, hub_id if isinstance(hub_id, str) and hub_id else None)
+        if not os.path.isdir(location):
+            data.check_hub_dataset(location, name)
+
+
+def unknown_task_errors(tasks, include_path=None) -> list[str]:
+    """``unknown task 'X'; did you mean 'Y'?`` for each requested name that is not a plugin task or group
+    but close to one (difflib), unless the user's ``--include_path`` folders or lm-eval's built-in
+    tasks define it. Names close to none of the plugin's, glob patterns and YAML paths are left to
+    lm-eval. Costs milliseconds; ~1 s more when a name needs the built-in check."""
+    import difflib
+
+    if not tasks:
+        return []
+    requested = [n.strip() for t in (tasks if isinstance(tasks, list) else [tasks]) for n in str(t).split(",")]
+    requested = [n for n in requested if n and not any(c in n for c in "*?[") and not n.endswith(".yaml")
+                 and not os.path.exists(n)]
+    ours = plugin_task_names()
+    close = {name: difflib.get_close_matches(name, ours, n=1, cutoff=0.6) for name in requested if name not in ours}
+    close = {name: match[0] for name, match in close.items() if match}
+    if not close:
+        return []
+    import importlib.util
+
+    builtin = importlib.util.find_spec("lm_eval.tasks")  # its folder, without importing it (~2 s)
+    theirs = include_path if isinstance(include_path, list) else str(include_path or "").split(os.pathsep)
+    folders = [p for p in theirs if p] + (list(builtin.submodule_search_locations or []) if builtin else [])
+    others = _yaml_names(folders, among=close)
+    return [f"unknown task {name!r}; did you mean {match!r}?" for name, match in close.items() if name not in others]
 
 
 def _only_plugin_tasks(tasks) -> bool:
@@ -399,31 +590,92 @@ def _report_main(argv: list[str]) -> int:
     return 0
 
 
+#: sub-commands, with the one line ``lm-eval-bias --help`` shows for each
+COMMANDS: dict[str, str] = {
+    "run": "evaluate a model on tasks (lm-eval's run, with the plugin's tasks and bias-probe model)",
+    "ls": "list tasks, groups, subtasks or tags (lm-eval's ls, plugin tasks included)",
+    "validate": "check that tasks exist (lm-eval's validate, plugin tasks included)",
+    "tasks-dir": "print the plugin's task folder, for lm_eval --include_path",
+    "build": "build a dataset (focus, focus-bios, fact-or-fair, cf-vqa, vignette) from the authors' files",
+    "score": "score outputs made outside the harness (fact-or-fair-t2i: text-to-image face labels)",
+    "report": "HTML bias cards, figures, tables and a leaderboard from run folders",
+    "demo": "offline demo: synthetic FOCUS data, the planted-bias bias-probe model, REFLECT",
+    "version": "print the version",
+}
+
+
+def main_help() -> str:
+    """``lm-eval-bias --help``: the sub-commands, one line each."""
+    width = max(map(len, COMMANDS))
+    lines = [f"  {name:<{width}}  {text}" for name, text in COMMANDS.items()]
+    return "\n".join([
+        "usage: lm-eval-bias COMMAND [options]",
+        "",
+        "Social-bias audits of vision-language models (REFLECT/FOCUS, FACT-OR-FAIR, Counterfactual VQA,",
+        "VIGNETTE) as lm-evaluation-harness tasks.",
+        "",
+        "commands:",
+        *lines,
+        "",
+        "`lm-eval-bias COMMAND --help` shows a command's options. As with lm_eval, a bare",
+        "`lm-eval-bias --model ...` means `run`. Start with:",
+        "  lm-eval-bias demo",
+        "  LM_EVAL_BIAS_DATA_DIR=demo_out/data lm-eval-bias run --model bias-probe --tasks focus_2afc_income",
+    ])
+
+
+def _tasks_dir_main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="lm-eval-bias tasks-dir",
+        description="Print the folder of the plugin's task YAMLs, for the plain harness CLI: "
+                    'lm_eval --include_path "$(lm-eval-bias tasks-dir)" --tasks focus_2afc_income ...')
+    parser.parse_args(argv)
+    print(tasks_dir())
+    return 0
+
+
+def _version_main(argv: list[str]) -> int:
+    argparse.ArgumentParser(prog="lm-eval-bias version", description="Print the version.").parse_args(argv)
+    print(f"lm-eval-bias {__version__}")
+    return 0
+
+
+def _score_main(argv: list[str]) -> int:
+    from lm_eval_bias import t2i_scoring
+
+    parser = argparse.ArgumentParser(prog="lm-eval-bias score",
+                                     description="Score model outputs made outside the harness.")
+    scorers = parser.add_subparsers(dest="scorer", metavar="SCORER", required=True)
+    t2i_scoring.make_parser(scorers.add_parser("fact-or-fair-t2i", help=t2i_scoring.SUMMARY))
+    args = parser.parse_args(argv)
+    return int(args.func(args) or 0)
+
+
+def _demo_main(argv: list[str]) -> int:
+    from lm_eval_bias import demo
+
+    return demo.main(argv, run_harness)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["tasks-dir"]:
-        print(tasks_dir())
+    if not argv or argv[0] in ("-h", "--help"):
+        print(main_help())
         return 0
-    if argv[:1] == ["build"]:
-        return _build_main(argv[1:])
-    if argv[:2] == ["score", "fact-or-fair-t2i"]:
-        from lm_eval_bias.t2i_scoring import main as t2i_main
+    command, rest = argv[0], argv[1:]
+    if command == "--version":
+        return _version_main(rest)
+    own = {"tasks-dir": _tasks_dir_main, "build": _build_main, "score": _score_main, "report": _report_main,
+           "demo": _demo_main, "version": _version_main}
+    if command in own:
+        return own[command](rest)
+    if not command.startswith("-") and command not in _HARNESS_COMMANDS:
+        import difflib
 
-        return t2i_main(argv[2:])
-    if argv[:1] == ["report"]:
-        return _report_main(argv[1:])
-    if argv[:1] == ["demo"]:
-        from lm_eval_bias.demo import main as demo_main
-
-        return demo_main(argv[1:])
-    if argv[:1] in (["--version"], ["version"]):
-        print(f"lm-eval-bias {__version__}")
-        return 0
-    if not argv or argv[:1] in (["-h"], ["--help"]):
-        print(__doc__.strip())
-        print("\nlm-eval's own help follows.\n")
-        run_harness(["--help"])
-        return 0
+        close = difflib.get_close_matches(command, list(COMMANDS), n=1)
+        hint = f"did you mean {close[0]!r}?" if close else "`lm-eval-bias --help` lists the commands"
+        print(f"error: unknown command {command!r}; {hint}", file=sys.stderr)
+        return 2
     run_harness(argv)
     return 0
 

@@ -105,16 +105,37 @@ def score_t2i_labels(labels: str | Path, source: str | Path | None = None) -> tu
     return result, counts
 
 
-def main(argv: list[str]) -> int:
-    import argparse
-    import sys
+#: one line for ``lm-eval-bias score --help``
+SUMMARY = "FACT-OR-FAIR scores of a text-to-image model from face-attribute labels of its images"
 
-    parser = argparse.ArgumentParser(prog="lm-eval-bias score fact-or-fair-t2i", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+
+def add_arguments(parser) -> None:
+    """The options of ``lm-eval-bias score fact-or-fair-t2i`` (on a parser or sub-parser)."""
     parser.add_argument("--labels", required=True, help="CSV/JSONL of detected faces per generated image")
     parser.add_argument("--source", default=None, help="authors' files folder (ground truth), if labels lack true_*")
     parser.add_argument("--output", default=None, help="also write the table as JSON here")
-    args = parser.parse_args(argv)
+
+
+def make_parser(parser=None):
+    """``parser`` (or a new one) set up as ``lm-eval-bias score fact-or-fair-t2i``."""
+    import argparse
+
+    parser = parser or argparse.ArgumentParser(prog="lm-eval-bias score fact-or-fair-t2i")
+    parser.description = __doc__
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    add_arguments(parser)
+    parser.set_defaults(func=run)
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    return run(make_parser().parse_args(argv))
+
+
+def run(args) -> int:
+    """Score ``args.labels`` and print the table (exit status 2, one ``error:`` line, on bad labels)."""
+    import sys
+
     try:
         rows, counts = score_t2i_labels(args.labels, args.source)
     except LabelsError as exc:
