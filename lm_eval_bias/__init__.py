@@ -26,7 +26,10 @@ def task_manager(include_defaults: bool = False, include_path=None, **kwargs):
     from lm_eval_bias.registration import register_plugin
 
     register_plugin()
-    paths: list = [tasks_dir()]
+    from lm_eval_bias.harness import harness_loads_plugin_tasks
+
+    # a harness that reads the `lm_eval.tasks` entry point (PR #4015) indexes the folder itself
+    paths: list = [] if harness_loads_plugin_tasks() else [tasks_dir()]
     if include_path:
         paths.extend(include_path if isinstance(include_path, (list, tuple)) else [include_path])
     return TaskManager(include_path=[str(p) for p in paths], include_defaults=include_defaults, **kwargs)
