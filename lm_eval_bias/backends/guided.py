@@ -52,7 +52,7 @@ def _model_class():
                 # lm-eval's data-parallel path builds its own SamplingParams in Ray workers, so the
                 # constraint could not be applied; refuse rather than run unconstrained under this name.
                 raise ValueError("vllm-vlm-guided does not support data_parallel_size > 1; use "
-                                 "data_parallel_size=1, or several servers/shards (README: Beyond one machine)")
+                                 "data_parallel_size=1, or several servers/shards (docs/backends.md#beyond-one-machine)")
 
         def _multimodal_model_generate(self, requests=None, generate=False, max_tokens=None, stop=None, **kwargs):
             if not generate or not requests:

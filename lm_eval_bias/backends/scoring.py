@@ -232,7 +232,7 @@ def _vllm_class():
             super().__init__(*args, **kwargs)
             if self.data_parallel_size > 1:
                 raise ValueError("vllm-vlm-logprobs does not support data_parallel_size > 1; use data_parallel_size=1, "
-                                 "or several servers/shards (README: Beyond one machine)")
+                                 "or several servers/shards (docs/backends.md#beyond-one-machine)")
             self.logprob_source = logprob_source
 
         def _prepare(self, request) -> tuple[str, str, list]:

@@ -1,4 +1,4 @@
-"""Counterfactual VQA pair metrics (paper: ``counterfactual_vqa_decision_boundaries.txt``, Sec. 3.3).
+"""Counterfactual VQA pair metrics (paper: ``counterfactual_vqa_decision_boundaries.txt``, Sec. 3.4).
 
 Each pair asks one question on two images that differ only in a question-irrelevant attribute
 (b+ and b-). Per side the model gives an answer y and a confidence c in [0, 1]; a refusal is encoded

@@ -1,7 +1,7 @@
 """Write the task YAMLs under ``task_yamls/`` from one source of truth.
 
 The metric lists of the REFLECT tasks (30-odd result keys, each with its own aggregation) are
-generated here rather than kept by hand; ``tests/test_task_yamls.py`` fails when the committed files
+generated here rather than kept by hand; ``tests/test_discovery.py`` fails when the committed files
 differ from what this module writes. Run ``python -m lm_eval_bias.tasks.generate_yamls`` after
 changing a metric, prompt hook or generation setting.
 """
@@ -27,7 +27,7 @@ SALARY_GENERATION = {"until": ["\\n\\n"], "do_sample": "false", "temperature": "
 #: Explanation + answer + confidence: room for a short explanation.
 EXPLAINED_GENERATION = {"until": ["\\n\\n\\n"], "do_sample": "false", "temperature": "0.0", "max_gen_toks": "256"}
 #: VIGNETTE: a letter; deterministic by default. The paper's sampling (temperature 0.7, top_p 0.95,
-#: max_tokens 200) is one --gen_kwargs away (README "VIGNETTE").
+#: max_tokens 200) is one --gen_kwargs away (docs/vignette.md).
 CHOICE_GENERATION = {"until": ["\\n\\n"], "do_sample": "false", "temperature": "0.0", "max_gen_toks": "16"}
 JSON_GENERATION = {"until": ["\\n\\n"], "do_sample": "false", "temperature": "0.0", "max_gen_toks": "64"}
 
@@ -184,7 +184,7 @@ def _fact_or_fair_files() -> dict[str, str]:
         files[f"fact_or_fair/{name}.yaml"] = _task(
             name, FOF, fact_or_fair.FAMILIES["objective"], "load_objective_docs", {"attribute": attribute},
             "doc_to_text", None, "process_results_objective", JSON_GENERATION,
-            f"FACT-OR-FAIR objective queries on {attribute} (paper Sec. 3.1, Defs. 1-4). Text only.",
+            f"FACT-OR-FAIR objective queries on {attribute} (paper Sec. 3.2, Defs. 1-4). Text only.",
         )
     for context in fact_or_fair.CONTEXTS:
         for attribute in fact_or_fair.ATTRIBUTES:
@@ -194,7 +194,7 @@ def _fact_or_fair_files() -> dict[str, str]:
                 name, FOF, fact_or_fair.FAMILIES[f"subjective_{context}"], "load_subjective_docs",
                 {"context": context, "attribute": attribute}, "doc_to_text", None, "process_results_subjective",
                 JSON_GENERATION,
-                f"FACT-OR-FAIR subjective queries, {context} context, scored on {attribute} (paper Sec. 3.2, 6.1).",
+                f"FACT-OR-FAIR subjective queries, {context} context, scored on {attribute} (paper Sec. 3.3, 6.1).",
             )
     files["fact_or_fair/_fact_or_fair.yaml"] = _group("fact_or_fair", names, "FACT-OR-FAIR: all tasks (no group-level score).")
     return files
