@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from datasets_builder.hub import DatasetCard, SourceInput, check_image, write_hub_dataset
-from datasets_builder.readers import KeyedRows, Loc, SourceError, describe, expect_str, read_bytes, read_csv, read_jsonl
+from lm_eval_bias.datasets_builder.hub import DatasetCard, SourceInput, check_image, write_hub_dataset
+from lm_eval_bias.datasets_builder.readers import KeyedRows, Loc, SourceError, describe, expect_str, read_bytes, read_csv, read_jsonl
 from lm_eval_bias.cf_vqa_schema import CATEGORIES, SUBCATEGORY_TO_CATEGORY
 
 REQUIRED = ("pair_id", "category", "subcategory", "attribute", "state_plus", "state_minus", "image_plus",

@@ -1,13 +1,13 @@
 """``lm-eval-bias build <dataset>`` sub-commands. Errors in the source print ``error: <file>: <reason>``
 (``<file>:<line>`` where there is a line; no traceback) and exit with status 2; nothing is written then.
-The readers behind this contract are in :mod:`datasets_builder.readers`."""
+The readers behind this contract are in :mod:`lm_eval_bias.datasets_builder.readers`."""
 
 from __future__ import annotations
 
 import os
 import sys
 
-from datasets_builder.hub import SourceError, push_to_hub
+from lm_eval_bias.datasets_builder.hub import SourceError, push_to_hub
 
 
 def _finish(args, output) -> int:
@@ -31,7 +31,7 @@ def _finish(args, output) -> int:
 
 
 def _build_focus(args) -> int:
-    from datasets_builder.focus import build_focus
+    from lm_eval_bias.datasets_builder.focus import build_focus
 
     summary = build_focus(args.source, args.output, overwrite=args.overwrite, license=args.license)
     templates = "; ".join(f"{o}: {len(t)}" for o, t in summary.templates.items())
@@ -40,7 +40,7 @@ def _build_focus(args) -> int:
 
 
 def _build_focus_bios(args) -> int:
-    from datasets_builder.focus_bios import build_focus_bios
+    from lm_eval_bias.datasets_builder.focus_bios import build_focus_bios
 
     summary = build_focus_bios(args.source, args.output, per_occupation=args.per_occupation, seed=args.seed,
                                overwrite=args.overwrite)
@@ -55,7 +55,7 @@ def _build_focus_bios(args) -> int:
 
 
 def _build_fact_or_fair(args) -> int:
-    from datasets_builder.fact_or_fair import build_fact_or_fair
+    from lm_eval_bias.datasets_builder.fact_or_fair import build_fact_or_fair
 
     summary = build_fact_or_fair(args.source, args.output, seed=args.seed,
                                  drop_contradictions=args.drop_contradictions, overwrite=args.overwrite)
@@ -66,7 +66,7 @@ def _build_fact_or_fair(args) -> int:
 
 
 def _build_cf_vqa(args) -> int:
-    from datasets_builder.cf_vqa import build_cf_vqa
+    from lm_eval_bias.datasets_builder.cf_vqa import build_cf_vqa
 
     summary = build_cf_vqa(args.source, args.output, overwrite=args.overwrite, license=args.license)
     per = ", ".join(f"{c}: {n}" for c, n in summary.per_category.items())
@@ -75,7 +75,7 @@ def _build_cf_vqa(args) -> int:
 
 
 def _build_vignette(args) -> int:
-    from datasets_builder.vignette import build_vignette
+    from lm_eval_bias.datasets_builder.vignette import build_vignette
 
     summary = build_vignette(args.source, args.lists, args.output, overwrite=args.overwrite, license=args.license)
     for note in summary.notes:

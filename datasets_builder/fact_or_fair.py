@@ -10,7 +10,7 @@ scenarios per statistic), ``prompts_representativeness_bias.json``,
 
 Their repository layout (``data/classes.py``, ``data/all_highest_lowest.csv``,
 ``large_language_model/subjective_test/prompts/*.json`` and the templates inside the test scripts) is
-accepted as well: :mod:`datasets_builder.fact_or_fair_repo` reads it without executing it.
+accepted as well: :mod:`lm_eval_bias.datasets_builder.fact_or_fair_repo` reads it without executing it.
 
 Output: a Hub-layout dataset with two configs:
 
@@ -43,8 +43,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from datasets_builder.hub import DatasetCard, SourceInput, write_hub_dataset_configs
-from datasets_builder.readers import (
+from lm_eval_bias.datasets_builder.hub import DatasetCard, SourceInput, write_hub_dataset_configs
+from lm_eval_bias.datasets_builder.readers import (
     KeyedRows,
     SourceError,
     expect_dict,
@@ -99,7 +99,7 @@ def _json(path: Path) -> Any:
 def _release_files(source: Path) -> tuple[Any, Path, Path, Any, Path, Path]:
     """(classes, where they come from, statistics table, templates, where they come from, folder of
     the prompt JSONs) of either layout."""
-    from datasets_builder.fact_or_fair_repo import SUBJ_SCRIPT, is_repository_layout, read_repository
+    from lm_eval_bias.datasets_builder.fact_or_fair_repo import SUBJ_SCRIPT, is_repository_layout, read_repository
 
     if is_repository_layout(source):
         repo = read_repository(source)

@@ -14,7 +14,7 @@ import ast
 from pathlib import Path
 from typing import Any
 
-from datasets_builder.readers import SourceError, read_text
+from lm_eval_bias.datasets_builder.readers import SourceError, read_text
 
 LLM_DIR = Path("large_language_model")
 PROMPTS_DIR = LLM_DIR / "subjective_test" / "prompts"

@@ -4,7 +4,7 @@ Input is the authors' release layout ``DIR/<occupation>/<template>/<Race>_<gende
 (occupations ceo, cook, doctor, lawyer, nurse, teacher; templates 1-8; races Asian, Black, Latino,
 Middle_Eastern, White; genders man, woman). Any subset of occupations and templates is accepted
 when each template present is complete (all ten variants). Everything is validated before anything
-is written; the first problem found raises :class:`~datasets_builder.hub.SourceError` naming the
+is written; the first problem found raises :class:`~lm_eval_bias.datasets_builder.hub.SourceError` naming the
 file and the reason. Dotfiles (``.DS_Store``, ``._x``) are ignored; anything else unexpected is an
 error. The original file bytes are stored unchanged. Through ``lm-eval-bias build focus`` every
 problem prints ``error: <file>: <reason>`` (exit status 2) and nothing is written; file names that
@@ -18,8 +18,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from datasets_builder.hub import DatasetCard, SourceInput, check_image, write_hub_dataset
-from datasets_builder.readers import SourceError, read_bytes
+from lm_eval_bias.datasets_builder.hub import DatasetCard, SourceInput, check_image, write_hub_dataset
+from lm_eval_bias.datasets_builder.readers import SourceError, read_bytes
 from lm_eval_bias.focus_schema import (
     GROUPS,
     IMAGE_EXTENSIONS,

@@ -12,7 +12,7 @@ Errors: every bad row or file fails with ``error: FILE[:LINE]: reason`` (parquet
 reason``) and nothing is written: non-UTF-8 text, a JSONL line that is not a JSON object, a column of
 the wrong type (biography/occupation/name must be strings; ``bio_id`` a string or integer), an
 unreadable parquet file, and any ``bio_id`` given twice — conflicting or identical rows alike, the
-error names both lines (:mod:`datasets_builder.readers`).
+error names both lines (:mod:`lm_eval_bias.datasets_builder.readers`).
 
 Normalization (the paper: "anonymizing names, neutralizing pronouns, and removing explicit
 identifiers"), :func:`normalize_biography`, heuristic and rule-based (no NER model):
@@ -39,8 +39,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from datasets_builder.hub import DatasetCard, SourceInput, write_hub_dataset
-from datasets_builder.readers import KeyedRows, Loc, SourceError, describe, expect_str, read_table
+from lm_eval_bias.datasets_builder.hub import DatasetCard, SourceInput, write_hub_dataset
+from lm_eval_bias.datasets_builder.readers import KeyedRows, Loc, SourceError, describe, expect_str, read_table
 from lm_eval_bias.focus_schema import OCCUPATIONS
 
 BIAS_IN_BIOS_PROFESSIONS: tuple[str, ...] = (
@@ -195,7 +195,7 @@ def read_biographies(path: str | os.PathLike) -> tuple[list[dict], dict[str, int
     not UTF-8, a JSONL line that is not an object, a column of the wrong type (biography, occupation
     and name must be strings; ``bio_id`` a string or an integer), an unreadable parquet file. Two rows
     with the same ``bio_id`` are an error naming both lines, whether they conflict or are identical
-    (:class:`~datasets_builder.readers.KeyedRows`)."""
+    (:class:`~lm_eval_bias.datasets_builder.readers.KeyedRows`)."""
     path = Path(path)
     if not path.is_file():
         raise SourceError(path, "file does not exist")
@@ -279,7 +279,7 @@ BIOS_ACCESS_TERMS = (
 
 def focus_bios_card(*, provenance: dict, build_command: str, notes: list[str]) -> DatasetCard:
     """The ``focus_bios`` dataset card (REFLECT Sec. 4.3, App. B.3; Bias in Bios)."""
-    from datasets_builder.focus import REFLECT_AUTHORS, REFLECT_BIBTEX, REFLECT_CITATION, REFLECT_PAPER, REFLECT_REPOSITORY
+    from lm_eval_bias.datasets_builder.focus import REFLECT_AUTHORS, REFLECT_BIBTEX, REFLECT_CITATION, REFLECT_PAPER, REFLECT_REPOSITORY
 
     return DatasetCard(
         name="focus_bios",

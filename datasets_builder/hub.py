@@ -29,7 +29,7 @@ from typing import Any, Iterable
 
 import yaml
 
-from datasets_builder.readers import SourceError
+from lm_eval_bias.datasets_builder.readers import SourceError
 
 BUILDER_VERSION = "1"
 __all__ = ["BUILDER_VERSION", "GATED_FIELDS", "GATE_MODE", "DatasetCard", "PushRefused", "PushResult", "SourceError",

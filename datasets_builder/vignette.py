@@ -28,8 +28,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from datasets_builder.hub import DatasetCard, SourceInput, check_image, write_hub_dataset_configs
-from datasets_builder.readers import SourceError, read_bytes
+from lm_eval_bias.datasets_builder.hub import DatasetCard, SourceInput, check_image, write_hub_dataset_configs
+from lm_eval_bias.datasets_builder.readers import SourceError, read_bytes
 from lm_eval_bias.vignette_schema import (
     GENDERS,
     IMAGE_EXTENSIONS,

@@ -9,7 +9,7 @@ __version__ = "0.1.0"
 
 def tasks_dir() -> Path:
     """Absolute path of the folder holding the plugin's task YAMLs (for ``lm_eval --include_path``)."""
-    import task_yamls
+    import lm_eval_bias.task_yamls as task_yamls
 
     return Path(task_yamls.__file__).resolve().parent
 

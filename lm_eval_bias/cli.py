@@ -284,7 +284,7 @@ class _Redaction:
 
 
 def _build_main(argv: list[str]) -> int:
-    from datasets_builder.cli import add_build_subcommands
+    from lm_eval_bias.datasets_builder.cli import add_build_subcommands
 
     parser = argparse.ArgumentParser(prog="lm-eval-bias build", description="Build a dataset in Hugging Face Hub layout.")
     subparsers = parser.add_subparsers(dest="dataset", metavar="DATASET", required=True)

@@ -16,8 +16,8 @@ from typing import Any, Callable
 
 def build_demo_data(root: Path, templates: int = 2, size: int = 128, bios_per_occupation: int = 3) -> Path:
     """Synthetic FOCUS images and biographies, built with the real builders into ``root``."""
-    from datasets_builder.focus import build_focus
-    from datasets_builder.focus_bios import build_focus_bios
+    from lm_eval_bias.datasets_builder.focus import build_focus
+    from lm_eval_bias.datasets_builder.focus_bios import build_focus_bios
     from lm_eval_bias.focus_schema import TEMPLATE_IDS
     from lm_eval_bias.testing.synthetic_focus import make_synthetic_bios, make_synthetic_focus
 

@@ -62,7 +62,7 @@ def score_t2i_labels(labels: str | Path, source: str | Path | None = None) -> tu
     labels = Path(labels)
     truth: dict[str, dict[str, dict[str, str | None]]] = {}
     if source is not None:
-        from datasets_builder.fact_or_fair import read_source
+        from lm_eval_bias.datasets_builder.fact_or_fair import read_source
 
         truth = read_source(source).truth
     faces: dict[tuple[str, str], list[fof.FactOrFairRecord]] = defaultdict(list)

@@ -16,7 +16,7 @@ no-activity portraits ``<gender>/<descriptor>.png``, spaces written as dashes (:
 folders ``male`` and ``female`` (the lists' ``maledes`` / ``femaledes``).
 
 This module only reads and names; it has no harness imports (it reads files through
-:mod:`datasets_builder.readers`, which gives every error its file, line and reason).
+:mod:`lm_eval_bias.datasets_builder.readers`, which gives every error its file, line and reason).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from datasets_builder.readers import (
+from lm_eval_bias.datasets_builder.readers import (
     KeyedRows,
     SourceError,
     describe,
@@ -51,7 +51,7 @@ IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg")
 
 class ListError(SourceError):
     """A list file is malformed: ``path`` (``FILE:LINE`` where there is a line) and ``reason``. A
-    :class:`~datasets_builder.readers.SourceError`, so ``lm-eval-bias build`` reports it as
+    :class:`~lm_eval_bias.datasets_builder.readers.SourceError`, so ``lm-eval-bias build`` reports it as
     ``error: <path>: <reason>``."""
 
 

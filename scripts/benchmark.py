@@ -52,8 +52,8 @@ print(json.dumps({"task": task, "docs": len(records), "evaluate_s": t2 - t1, "im
 
 
 def build(work: Path) -> Path:
-    from datasets_builder.focus import build_focus
-    from datasets_builder.focus_bios import build_focus_bios
+    from lm_eval_bias.datasets_builder.focus import build_focus
+    from lm_eval_bias.datasets_builder.focus_bios import build_focus_bios
     from lm_eval_bias.testing.synthetic_focus import make_synthetic_bios, make_synthetic_focus
 
     data = work / "data"

@@ -100,8 +100,8 @@ def _tiny_inputs(args, work: Path) -> None:
         os.environ["LM_EVAL_BIAS_DATA_DIR"] = str(Path(args.data_dir).resolve())
     elif args.tiny and not os.environ.get("LM_EVAL_BIAS_DATA_DIR"):
         sys.path.insert(0, str(ROOT))  # datasets_builder lives at the repository root
-        from datasets_builder.focus import build_focus
-        from datasets_builder.focus_bios import build_focus_bios
+        from lm_eval_bias.datasets_builder.focus import build_focus
+        from lm_eval_bias.datasets_builder.focus_bios import build_focus_bios
         from lm_eval_bias.testing.synthetic_focus import make_synthetic_bios, make_synthetic_focus
 
         make_synthetic_focus(work / "src", occupations=("ceo", "nurse"), templates=(1, 2), size=(64, 64))

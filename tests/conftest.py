@@ -22,8 +22,8 @@ BIOS_PER_OCCUPATION = 3
 def small_focus_data(tmp_path_factory) -> Path:
     """LM_EVAL_BIAS_DATA_DIR-style folder with `focus` (2 occupations x 2 templates, 64 px) and
     `focus_bios` (3 biographies per occupation), built by the real builders."""
-    from datasets_builder.focus import build_focus
-    from datasets_builder.focus_bios import build_focus_bios
+    from lm_eval_bias.datasets_builder.focus import build_focus
+    from lm_eval_bias.datasets_builder.focus_bios import build_focus_bios
     from lm_eval_bias.testing.synthetic_focus import make_synthetic_bios, make_synthetic_focus
 
     root = tmp_path_factory.mktemp("focus_small")
@@ -44,7 +44,7 @@ def focus_env(small_focus_data, monkeypatch) -> Path:
 @pytest.fixture(scope="session")
 def small_fof_data(tmp_path_factory) -> Path:
     """LM_EVAL_BIAS_DATA_DIR-style folder with `fact_or_fair` built from the synthetic source."""
-    from datasets_builder.fact_or_fair import build_fact_or_fair
+    from lm_eval_bias.datasets_builder.fact_or_fair import build_fact_or_fair
     from lm_eval_bias.testing.synthetic_fact_or_fair import make_synthetic_fact_or_fair
 
     root = tmp_path_factory.mktemp("fof_small")
@@ -61,7 +61,7 @@ def fof_env(small_fof_data, monkeypatch) -> Path:
 @pytest.fixture(scope="session")
 def small_cf_vqa_data(tmp_path_factory) -> Path:
     """LM_EVAL_BIAS_DATA_DIR-style folder with `cf_vqa`: 6 synthetic pairs per subcategory (102 pairs)."""
-    from datasets_builder.cf_vqa import build_cf_vqa
+    from lm_eval_bias.datasets_builder.cf_vqa import build_cf_vqa
     from lm_eval_bias.testing.synthetic_cf_vqa import make_synthetic_cf_vqa
 
     root = tmp_path_factory.mktemp("cf_vqa_small")
@@ -79,7 +79,7 @@ def cf_vqa_env(small_cf_vqa_data, monkeypatch) -> Path:
 def small_vignette_data(tmp_path_factory) -> Path:
     """LM_EVAL_BIAS_DATA_DIR-style folder with `vignette`: the synthetic lists (14 identities, 6
     activities, 4 SSCM pairs) and every individual image, built with the real builder."""
-    from datasets_builder.vignette import build_vignette
+    from lm_eval_bias.datasets_builder.vignette import build_vignette
     from lm_eval_bias.testing import synthetic_vignette
 
     root = tmp_path_factory.mktemp("vignette_small")

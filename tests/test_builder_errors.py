@@ -394,7 +394,7 @@ def _args(command, src: Path, bad: Path) -> list[str]:
 
 @pytest.mark.parametrize("command,corrupt", [pytest.param(c, f, id=f.__name__) for c, fs in CASES.values() for f in fs])
 def test_bad_input_fails_with_file_line_reason_and_writes_nothing(pristine, tmp_path, capsys, command, corrupt):
-    from datasets_builder.cli import _printable
+    from lm_eval_bias.datasets_builder.cli import _printable
 
     src = tmp_path / "src"
     shutil.copytree(pristine, src, symlinks=True)

@@ -14,9 +14,9 @@ import pytest
 import yaml
 from PIL import Image
 
-from datasets_builder.focus import build_focus
-from datasets_builder.focus_bios import BIAS_IN_BIOS_PROFESSIONS, build_focus_bios, normalize_biography
-from datasets_builder.hub import SourceError
+from lm_eval_bias.datasets_builder.focus import build_focus
+from lm_eval_bias.datasets_builder.focus_bios import BIAS_IN_BIOS_PROFESSIONS, build_focus_bios, normalize_biography
+from lm_eval_bias.datasets_builder.hub import SourceError
 from lm_eval_bias.focus_schema import GROUPS, Group, read_group_marker
 from lm_eval_bias.testing.synthetic_focus import make_synthetic_bios, make_synthetic_focus
 

@@ -8,8 +8,8 @@ import math
 
 import pytest
 
-from datasets_builder.cf_vqa import build_cf_vqa
-from datasets_builder.hub import SourceError
+from lm_eval_bias.datasets_builder.cf_vqa import build_cf_vqa
+from lm_eval_bias.datasets_builder.hub import SourceError
 from lm_eval_bias.testing.synthetic_cf_vqa import make_synthetic_cf_vqa
 from tests.test_reflect_pipeline import metrics_of, run_probe
 

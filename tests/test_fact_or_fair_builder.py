@@ -9,8 +9,8 @@ from pathlib import Path
 import datasets
 import pytest
 
-from datasets_builder.fact_or_fair import build_fact_or_fair, objective_prompt
-from datasets_builder.hub import SourceError
+from lm_eval_bias.datasets_builder.fact_or_fair import build_fact_or_fair, objective_prompt
+from lm_eval_bias.datasets_builder.hub import SourceError
 from lm_eval_bias.testing.synthetic_fact_or_fair import OBJECTIVE_TEMPLATE, make_synthetic_fact_or_fair
 
 UPSTREAM = Path(__file__).resolve().parents[2] / "shared" / "upstream" / "fact_or_fair"

@@ -14,11 +14,11 @@ import huggingface_hub
 import pytest
 import yaml
 
-from datasets_builder.cf_vqa import build_cf_vqa
-from datasets_builder.fact_or_fair import UPSTREAM_IDENTICAL_SCENARIOS, build_fact_or_fair, identical_scenarios, read_source
-from datasets_builder.focus import build_focus
-from datasets_builder.focus_bios import build_focus_bios
-from datasets_builder.hub import (
+from lm_eval_bias.datasets_builder.cf_vqa import build_cf_vqa
+from lm_eval_bias.datasets_builder.fact_or_fair import UPSTREAM_IDENTICAL_SCENARIOS, build_fact_or_fair, identical_scenarios, read_source
+from lm_eval_bias.datasets_builder.focus import build_focus
+from lm_eval_bias.datasets_builder.focus_bios import build_focus_bios
+from lm_eval_bias.datasets_builder.hub import (
     GATE_MODE,
     HUB_LICENSES,
     HUB_TASK_CATEGORIES,
@@ -27,7 +27,7 @@ from datasets_builder.hub import (
     card_metadata_problems,
     push_to_hub,
 )
-from datasets_builder.vignette import build_vignette
+from lm_eval_bias.datasets_builder.vignette import build_vignette
 from lm_eval_bias.testing import synthetic_vignette as sv
 from lm_eval_bias.testing.synthetic_cf_vqa import make_synthetic_cf_vqa
 from lm_eval_bias.testing.synthetic_fact_or_fair import make_synthetic_fact_or_fair
@@ -294,7 +294,7 @@ def test_cli_refused_push_exits_2_and_keeps_the_built_folder(tmp_path, hub, caps
 def test_public_needs_push_to_hub_and_every_build_subcommand_has_it(tmp_path, capsys):
     import argparse
 
-    from datasets_builder.cli import add_build_subcommands
+    from lm_eval_bias.datasets_builder.cli import add_build_subcommands
     from lm_eval_bias.cli import main
 
     assert main(["build", "fact-or-fair", "--source", str(tmp_path), "--output", str(tmp_path / "o"), "--public"]) == 2

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 root = Path(sys.argv[1])
 from lm_eval_bias.testing.synthetic_focus import make_synthetic_focus
-from datasets_builder.focus import build_focus
+from lm_eval_bias.datasets_builder.focus import build_focus
 make_synthetic_focus(root / "src", size=(1024, 1024))
 build_focus(root / "src", root / "data" / "focus")
 """

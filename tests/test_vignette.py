@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from datasets_builder.hub import SourceError
-from datasets_builder.vignette import build_vignette
+from lm_eval_bias.datasets_builder.hub import SourceError
+from lm_eval_bias.datasets_builder.vignette import build_vignette
 from lm_eval_bias.testing import synthetic_vignette as sv
 from lm_eval_bias.vignette_pairs import Catalog, IndividualImages, compose_pair, sample_pairs
 from lm_eval_bias.vignette_schema import ListError, read_lists
@@ -85,7 +85,7 @@ def test_builder_stores_individual_images_one_per_row_group(tmp_path):
 
 
 def test_many_shards_are_indexed_and_read_one_image_at_a_time(tmp_path, monkeypatch):
-    import datasets_builder.vignette as builder
+    import lm_eval_bias.datasets_builder.vignette as builder
 
     monkeypatch.setattr(builder, "SHARD_ROWS", 10)
     lists, src = _source(tmp_path)
