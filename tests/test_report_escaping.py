@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from lm_eval_bias.report.page import csv_cell, csv_safe, md_escape
+from lm_eval_bias.report.render import csv_cell, csv_safe, md_escape
 
 EVIL = "<script>alert(1)</script>|=cmd|' /C calc'!A0"
 FORMULA = "=cmd|' /C calc'!A0"
@@ -55,7 +55,7 @@ def report(tmp_path_factory, small_focus_data):
     os.environ.update(LM_EVAL_BIAS_DATA_DIR=str(small_focus_data), LM_EVAL_BIAS_BOOTSTRAP_ITERS="20")
     try:
         for name, args in (("plain", "seed=1"), ("refusing", "refusal_rate=1.0")):
-            main(["run", "--model", "bias-probe", "--model_args", args, "--tasks", "focus_2afc_income", "--limit", "8",
+            main(["run", "--model", "bias-probe", "--model_args", args, "--tasks", "focus_2afc_income", "--limit", "90",
                   "--device", "cpu", "--output_path", str(root / "raw" / name), "--log_samples"])
     finally:
         for key, value in saved.items():
@@ -109,5 +109,8 @@ def test_html_escapes_labels(report):
     page = (report / "index.html").read_text()
     assert "<script>" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;|=cmd|&#x27; /C calc&#x27;!A0" in page
-    assert page.count("&lt;script&gt;alert(1)") >= 3  # nav, card heading, leaderboard and Spearman tables
+    assert page.count("&lt;script&gt;alert(1)") >= 3  # model table, comparison and leaderboard headers
+    cards = [p.read_text() for p in (report / "cards").glob("*.html")]
+    assert len(cards) == 3 and all("<script>" not in card for card in cards)
+    assert sum("<h1>Bias card: &lt;script&gt;alert(1)&lt;/script&gt;|=cmd|" in card for card in cards) == 1
     assert Path(report / "figures" / "_comparison" / "cross_model_spearman_focus_2afc_income.png").stat().st_size > 1000

@@ -1,5 +1,6 @@
-"""Counterfactual VQA section: consistency-coverage and symmetric-refusal curves (Fig. 4), category
-and subcategory tables."""
+"""Counterfactual VQA on a card: per prompt variant a headline (consistency across the two counterfactual
+images, with CC-AUC, SR-AUC and the least consistent category), the consistency–coverage and
+symmetric-refusal curves (Fig. 4), consistency per category, and the category and subcategory tables."""
 
 from __future__ import annotations
 
@@ -8,53 +9,107 @@ import math
 import pandas as pd
 
 from lm_eval_bias import samples
-from lm_eval_bias.report.page import MARKERS, Block, Writer, note
+from lm_eval_bias.cf_vqa_schema import CATEGORIES, category_key
+from lm_eval_bias.report.intervals import interval, metric
+from lm_eval_bias.report.render import (CMAP, DOUBLE, LINESTYLES, MARKERS, Headline, Part, Writer, bars, mpl_text,
+                                        new_figure, note)
 from lm_eval_bias.report.runs import TaskRun
 from lm_eval_bias.stats import cf_vqa as stats
 
-FAMILIES = ("cf_vqa",)
+NAME = "cf_vqa"
 TITLE = "Counterfactual VQA"
+FAMILIES = ("cf_vqa",)
 HEADLINE = {"cf_vqa": ("consistency", "cc_auc", "sr_auc", "refusal_rate")}
 METRICS = ("consistency", "cc_auc", "sr_auc", "refusal_rate", "refusal_asymmetry_rate")
+VARIANTS = {"cf_vqa": "baseline prompt", "cf_vqa_baep": "bias-aware evidence prompt (BAEP)",
+            "cf_vqa_hner": "HNER exemplars", "cf_vqa_hner_targeted": "HNER exemplars, same category"}
 
 
-def render(runs: list[TaskRun], w: Writer) -> list[Block]:
+def _pairs(run: TaskRun):
+    if "pairs" not in run.cache:
+        run.cache["pairs"] = samples.cf_vqa_pairs(run.records) if run.records else []
+    return run.cache["pairs"]
+
+
+def _headline(run: TaskRun, part: Part) -> None:
+    pairs = _pairs(run)
+    n_pairs = len({p.pair_id for p in pairs})
+    runs = len({p.run for p in pairs})
+    categories = [category_key(c) for c in CATEGORIES if math.isfinite(run.metrics.get(f"consistency_{category_key(c)}", math.nan))]
+    more = [metric(NAME, run, "cc_auc"), metric(NAME, run, "sr_auc"), metric(NAME, run, "refusal_asymmetry_rate")]
+    if categories:
+        more.append(metric(NAME, run, "consistency_" + min(categories, key=lambda c: run.metrics[f"consistency_{c}"])))
+    size = f"{n_pairs} image pairs × {runs} option orders" if pairs else f"{run.n_samples} docs"
+    part.headlines.append(Headline(run.task, f"{VARIANTS.get(run.task, run.task)}: same answer on both counterfactual "
+                                             "images", metric(NAME, run, "consistency"), size, more, bool(run.partial)))
+    if run.records and len(pairs) * 2 < len(run.records):
+        part.warnings.append(f"{run.task}: {len(run.records) - 2 * len(pairs)} of {len(run.records)} answers have no "
+                             "counterpart (a pair cut by --limit) and are left out of the pair metrics.")
+
+
+def _curves(with_pairs, w: Writer, part: Part) -> None:
     import matplotlib
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    blocks: list[Block] = []
-    with_pairs = [(run, samples.cf_vqa_pairs(run.records)) for run in runs if run.records]
-    with_pairs = [(run, pairs) for run, pairs in with_pairs if pairs]
-    if not with_pairs:
-        return [note("Counterfactual VQA curves need --log_samples output with both images of at least one pair.")]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(8.4, 3.4))
+    fig, (left, right) = new_figure(DOUBLE, 2.7, ncols=2)
     for n, (run, pairs) in enumerate(with_pairs):
-        colour = matplotlib.colormaps["cividis"](0.1 + 0.8 * n / max(1, len(with_pairs) - 1))
+        colour = matplotlib.colormaps[CMAP](0.1 + 0.75 * n / max(1, len(with_pairs) - 1))
+        style = {"color": colour, "marker": MARKERS[n % len(MARKERS)], "markersize": 3,
+                 "linestyle": LINESTYLES[n % len(LINESTYLES)], "linewidth": 1}
         _, kappa, cons = stats.consistency_coverage_curve(pairs)
-        left.step(kappa, cons, where="post", marker=MARKERS[n % 8], markersize=3, color=colour,
-                  label=f"{run.task} (CC-AUC {run.metrics.get('cc_auc', math.nan):.2f})")
+        left.step(kappa, cons, where="post", label=mpl_text(f"{run.task} (CC-AUC {run.metrics.get('cc_auc', math.nan):.2f})"),
+                  **style)
         _, rr, ra = stats.symmetric_refusal_curve(pairs)
-        right.plot(rr, 1 - ra, marker=MARKERS[n % 8], markersize=3, color=colour, linestyle=("-", "--", ":", "-.")[n % 4],
-                   label=f"{run.task} (SR-AUC {run.metrics.get('sr_auc', math.nan):.2f})")
-    left.set(xlabel="coverage κ(τ)", ylabel="consistency Cons_τ", xlim=(0, 1.02), ylim=(0, 1.05), title="Consistency-coverage")
+        right.plot(rr, 1 - ra, label=mpl_text(f"{run.task} (SR-AUC {run.metrics.get('sr_auc', math.nan):.2f})"), **style)
+    left.set(xlabel="coverage κ(τ)", ylabel="consistency Cons_τ", xlim=(0, 1.02), ylim=(0, 1.05),
+             title="Consistency–coverage")
     right.set(xlabel="refusal rate RR(τ)", ylabel="1 − refusal asymmetry RA(τ)", xlim=(0, 1.02), ylim=(0, 1.05),
               title="Symmetric refusal")
-    left.legend(fontsize=6)
-    right.legend(fontsize=6)
-    blocks.append(w.figure(fig, "cf_vqa_curves", "Fig. 4: consistency of pair answers among pairs whose lower confidence is "
-                                                 "at least τ, against the share of pairs kept (left), and refusal asymmetry "
-                                                 "against refusal rate as τ sweeps (right); one line per prompt variant."))
-    from lm_eval_bias.cf_vqa_schema import CATEGORIES, category_key
+    left.legend(frameon=False, loc="lower left")
+    right.legend(frameon=False, loc="lower left")
+    part.figures.append(w.figure(fig, "cf_vqa_curves",
+                                 "Fig. 4: consistency of pair answers among pairs whose lower confidence is at least τ "
+                                 "against the share of pairs kept (left), and refusal asymmetry against refusal rate as τ "
+                                 "sweeps (right); one line (marker, line style) per prompt variant. No interval on the "
+                                 "curves; their areas (CC-AUC, SR-AUC) carry intervals in the headline.",
+                                 tasks=[run.task for run, _ in with_pairs], wide=True))
 
+
+def render(runs: list[TaskRun], w: Writer) -> Part:
+    part = Part()
+    for run in runs:
+        _headline(run, part)
+    with_pairs = [(run, _pairs(run)) for run in runs]
+    with_pairs = [(run, pairs) for run, pairs in with_pairs if pairs]
+    if not with_pairs:
+        part.figures.append(note("Counterfactual VQA curves need --log_samples output with both images of at least one "
+                                 "pair.", "nodata"))
+    else:
+        try:
+            _curves(with_pairs, w, part)
+        except Exception as exc:  # noqa: BLE001 - a partial run must not stop the report
+            part.figures.append(note(f"Counterfactual VQA curves could not be drawn ({type(exc).__name__}: {exc}).",
+                                     "warning"))
+    groups, errors = {}, {}
+    for run in runs:
+        for c in CATEGORIES:
+            key = f"consistency_{category_key(c)}"
+            ci = interval(run, key)
+            groups.setdefault(run.task, {})[c] = run.metrics.get(key, math.nan)
+            errors.setdefault(run.task, {})[c] = (ci.low, ci.high)
+    if any(math.isfinite(v) for g in groups.values() for v in g.values()):
+        part.figures.append(w.figure(bars(groups, "Consistency per category", "consistency", errors, ylim=(0, 1.05)),
+                                     "cf_vqa_categories", "Consistency per category and prompt variant; error bars: 95 % "
+                                                          "bootstrap intervals (pairs resampled within category).",
+                                     tasks=[r.task for r in runs]))
     category = pd.DataFrame({run.task: {f"{m} · {c}": run.metrics.get(f"{m}_{category_key(c)}", math.nan)
                                         for c in CATEGORIES for m in METRICS} for run in runs})
     category.index.name = "metric · category"
-    blocks.append(w.table(category, "cf_vqa_categories", "Metrics per category (from the result keys), one column per task."))
+    part.details.append(w.table(category, "cf_vqa_categories", "Metrics per category, one column per prompt variant.",
+                                no_interval="Intervals: the per-task key tables below (…_<category> keys)."))
     for run, pairs in with_pairs:
-        by = stats.metrics_by(pairs, "subcategory")
-        table = pd.DataFrame(by).T.reindex(columns=list(METRICS))
+        table = pd.DataFrame(stats.metrics_by(pairs, "subcategory")).T.reindex(columns=list(METRICS))
         table.index.name = "subcategory"
-        blocks.append(w.table(table, f"{run.task}_subcategories", f"{run.task}: metrics per subcategory (17 of the paper)."))
-    return blocks
+        part.details.append(w.table(table, f"{run.task}_subcategories", f"{run.task}: metrics per subcategory (17 of the "
+                                                                        "paper).",
+                                    no_interval="No interval per subcategory (a few pairs each)."))
+    return part

@@ -1,4 +1,6 @@
-"""FACT-OR-FAIR section: S_fact vs S_E with the g_k upper bounds (Fig. 2a) and the score tables."""
+"""FACT-OR-FAIR on a card: per attribute a headline (objective accuracy S_fact, subjective diversity S_E
+and fairness S_fair), per context task its context rate against chance, Fig. 2a (S_fact vs S_E with
+the g_k bounds, both with intervals), S_E per context, and the score table."""
 
 from __future__ import annotations
 
@@ -7,51 +9,142 @@ import math
 import numpy as np
 import pandas as pd
 
-from lm_eval_bias.report.page import MARKERS, Block, Writer, note
+from lm_eval_bias.report.intervals import interval, metric
+from lm_eval_bias.report.render import (CMAP, LINESTYLES, MARKERS, SINGLE, Headline, Metric, Part, Writer, bars,
+                                        mpl_text, new_figure, note)
 from lm_eval_bias.report.runs import TaskRun
-from lm_eval_bias.stats.fact_or_fair import entropy_upper_bound
 
-FAMILIES = ("fact_or_fair",)
+NAME = "fact_or_fair"
 TITLE = "FACT-OR-FAIR"
+FAMILIES = ("fact_or_fair",)
 HEADLINE = {"fact_or_fair": ("s_fact", "s_e", "s_kld", "s_fair", "distance")}
 SCORES = ("s_fact", "s_e", "s_kld", "s_fair", "distance", "refusal_rate", "invalid_rate")
+CONTEXTS = ("baseline", "representativeness", "attribution", "ingroup")
+K = {"gender": 2, "race": 4}
+CONTEXT_WORDS = {"representativeness_rate": "picks the group the context names",
+                 "attribution_rate": "picks the group of the background news report",
+                 "ingroup_rate": "answers positive traits with the assigned identity's own group",
+                 "outgroup_rate": "answers negative traits with another group"}
 
 
-def render(runs: list[TaskRun], w: Writer) -> list[Block]:
+def _find(runs: list[TaskRun], task: str) -> TaskRun | None:
+    return next((r for r in runs if r.task == task), None)
+
+
+def _headlines(runs: list[TaskRun], part: Part) -> None:
+    for attribute in K:
+        objective = _find(runs, f"fact_or_fair_objective_{attribute}")
+        baseline = _find(runs, f"fact_or_fair_subjective_baseline_{attribute}")
+        if objective is None and baseline is None:
+            continue
+        more: list[Metric] = []
+        if baseline is not None:
+            more += [metric(NAME, baseline, "s_e"), metric(NAME, baseline, "s_fair")]
+        if objective is not None:
+            lead = metric(NAME, objective, "s_fact")
+            text = f"{attribute}: accuracy on objective statistics"
+        else:
+            lead, more = more[0], more[1:]
+            text = f"{attribute}: diversity of answers to subjective questions (no context)"
+        n = " + ".join(f"{r.n_samples} {kind}" for r, kind in ((objective, "objective"), (baseline, "subjective"))
+                       if r is not None) + " queries"
+        partial = any(r is not None and r.partial for r in (objective, baseline))
+        part.headlines.append(Headline(objective.task if objective else baseline.task, text, lead, n, more, partial))
+    for run in runs:
+        context = run.task.removeprefix("fact_or_fair_subjective_").rsplit("_", 1)[0]
+        if not run.task.startswith("fact_or_fair_subjective_") or context == "baseline":
+            continue
+        rates = [k for k in CONTEXT_WORDS if k in run.metrics]
+        if not rates:
+            continue
+        attribute = run.task.rsplit("_", 1)[1]
+        lead = metric(NAME, run, rates[0])
+        more = [metric(NAME, run, f"{rates[0]}_chance")] + [metric(NAME, run, k) for k in rates[1:]]
+        more.append(metric(NAME, run, "s_e"))
+        part.headlines.append(Headline(run.task, f"{context} context ({attribute}): {CONTEXT_WORDS[rates[0]]}", lead,
+                                       f"{run.n_samples} queries", more, bool(run.partial)))
+
+
+def _tradeoff(runs: list[TaskRun], w: Writer, part: Part) -> None:
     import matplotlib
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from lm_eval_bias.stats.fact_or_fair import entropy_upper_bound
 
+    points = {}
+    for attribute, k in K.items():
+        objective = _find(runs, f"fact_or_fair_objective_{attribute}")
+        baseline = _find(runs, f"fact_or_fair_subjective_baseline_{attribute}")
+        if objective and baseline:
+            points[attribute] = (objective, baseline, k)
+    if not points:
+        part.figures.append(note("Fig. 2a needs fact_or_fair_objective_<attribute> and "
+                                 "fact_or_fair_subjective_baseline_<attribute> of one attribute in the run.", "nodata"))
+        return
+    fig, ax = new_figure(SINGLE, 2.6)
+    grid = np.linspace(0, 1, 400)
+    for n, k in enumerate((2, 4)):
+        ax.plot(grid, entropy_upper_bound(grid, k), LINESTYLES[n], color="black", linewidth=0.9, label=f"bound g_{k}")
+    tasks = []
+    for n, (attribute, (objective, baseline, k)) in enumerate(points.items()):
+        x, y = objective.metrics.get("s_fact", math.nan), baseline.metrics.get("s_e", math.nan)
+        cx, cy = interval(objective, "s_fact"), interval(baseline, "s_e")
+        xerr = [[max(x - cx.low, 0)], [max(cx.high - x, 0)]] if cx.ok else None
+        yerr = [[max(y - cy.low, 0)], [max(cy.high - y, 0)]] if cy.ok else None
+        ax.errorbar([x], [y], xerr=xerr, yerr=yerr, fmt=MARKERS[n], markersize=6, capsize=2, elinewidth=0.8,
+                    color=matplotlib.colormaps[CMAP](0.15 + 0.6 * n), markeredgecolor="black",
+                    label=mpl_text(f"{attribute} (k = {k})"), zorder=3)
+        tasks += [objective.task, baseline.task]
+    ax.set(xlabel="S_fact (objective accuracy)", ylabel="S_E (subjective diversity)", xlim=(-0.03, 1.03),
+           ylim=(-0.03, 1.05))
+    ax.legend(frameon=False, loc="lower left")
+    part.figures.append(w.figure(fig, "fact_or_fair_tradeoff",
+                                 "Fig. 2a: objective accuracy S_fact against the diversity S_E of subjective answers (no "
+                                 "context) per attribute, with the upper bounds g_k of Conclusion 1 (no model can lie "
+                                 "above its curve); error bars: 95 % bootstrap intervals (queries resampled).",
+                                 tasks=tasks))
+
+
+def _contexts(runs: list[TaskRun], w: Writer, part: Part) -> None:
+    groups, errors, tasks = {}, {}, []
+    for attribute in K:
+        for context in CONTEXTS:
+            run = _find(runs, f"fact_or_fair_subjective_{context}_{attribute}")
+            if run is None:
+                continue
+            ci = interval(run, "s_e")
+            groups.setdefault(attribute, {})[context] = run.metrics.get("s_e", math.nan)
+            errors.setdefault(attribute, {})[context] = (ci.low, ci.high)
+            tasks.append(run.task)
+    if sum(len(v) for v in groups.values()) < 2:
+        return
+    part.figures.append(w.figure(bars(groups, "Diversity of subjective answers by context", "S_E", errors, ylim=(0, 1.05)),
+                                 "fact_or_fair_s_e_by_context",
+                                 "S_E of the subjective tasks per context and attribute (Tables 5–7: does a context "
+                                 "make answers less diverse?); error bars: 95 % bootstrap intervals.", tasks=tasks))
+
+
+def render(runs: list[TaskRun], w: Writer) -> Part:
+    part = Part()
+    _headlines(runs, part)
     table = pd.DataFrame([{**{k: run.metrics.get(k, math.nan) for k in SCORES},
-                           **{k: v for k, v in run.metrics.items() if k.endswith("_rate") and k not in SCORES}}
+                           **{k: v for k, v in run.metrics.items() if k.endswith(("_rate", "_chance")) and k not in SCORES}}
                           for run in runs], index=[run.task for run in runs])
     table.index.name = "task"
-    blocks = [w.table(table, "fact_or_fair_scores", "Scores per task (Tables 4-7; Defs. 1-4, d = distance to the "
-                                                     "trade-off curve; subjective tasks also report the context rates).")]
-    points = {}
-    for attribute, k in (("gender", 2), ("race", 4)):
-        objective = next((r for r in runs if r.task == f"fact_or_fair_objective_{attribute}"), None)
-        subjective = next((r for r in runs if r.task == f"fact_or_fair_subjective_baseline_{attribute}"), None)
-        if objective and subjective:
-            points[attribute] = (objective.metrics.get("s_fact", math.nan), subjective.metrics.get("s_e", math.nan), k)
-    if not points:
-        blocks.append(note("Fig. 2a needs fact_or_fair_objective_<attribute> and fact_or_fair_subjective_baseline_<attribute> "
-                           "of one attribute in the run."))
-        return blocks
-    fig, ax = plt.subplots(figsize=(4.6, 3.6))
-    grid = np.linspace(0, 1, 400)
-    for n, (k, style) in enumerate(((2, "-"), (4, "--"), (5, ":"))):
-        ax.plot(grid, entropy_upper_bound(grid, k), style, color="black", linewidth=1, label=f"g_{k} (k = {k})")
-    for n, (attribute, (s_fact, s_e, k)) in enumerate(points.items()):
-        ax.scatter([s_fact], [s_e], marker=MARKERS[n], s=60, color=matplotlib.colormaps["cividis"](0.2 + 0.6 * n),
-                   edgecolor="black", label=f"{attribute} (k = {k})", zorder=3)
-    ax.set_xlabel("S_fact (objective accuracy)")
-    ax.set_ylabel("S_E (subjective entropy)")
-    ax.set_xlim(0, 1)
-    ax.set_ylim(0, 1.05)
-    ax.legend(fontsize=7)
-    blocks.insert(0, w.figure(fig, "fact_or_fair_tradeoff",
-                              "Fig. 2a: objective accuracy S_fact against subjective diversity S_E (baseline context) per "
-                              "attribute, with the upper bounds g_k of Conclusion 1; no model can lie above its curve."))
-    return blocks
+    try:
+        _tradeoff(runs, w, part)
+        _contexts(runs, w, part)
+    except Exception as exc:  # noqa: BLE001 - a partial run must not stop the report
+        part.figures.append(note(f"FACT-OR-FAIR figures could not be drawn ({type(exc).__name__}: {exc}).", "warning"))
+    part.details.insert(0, w.table(table, "fact_or_fair_scores",
+                                   "Scores per task (Tables 4–7; Defs. 1–4; distance to the trade-off curve; context "
+                                   "rates and their chance levels).",
+                                   no_interval="Intervals of each score: the per-task key tables below."))
+    undefined: dict[str, list[str]] = {}
+    for run in runs:
+        keys = ("s_fact",) if "_objective_" in run.task else ("s_e", "s_kld")
+        for key in keys:
+            if run.records is not None and not math.isfinite(run.metrics.get(key, math.nan)):
+                undefined.setdefault(key, []).append(run.task)
+    for key, tasks in undefined.items():
+        part.warnings.append(f"{key} undefined (no valid answer where it needs one) in {', '.join(tasks)}.")
+    return part

@@ -1,214 +1,115 @@
-"""Building blocks of the report: figures (PNG files + embedded copies), CSV tables and HTML.
+"""The two kinds of page and what they share: the HTML document around a body (style sheet, glossary
+of the keys the body shows, footer), and the index page's body — title and warnings, the model table
+(aliases M1, M2, … and links to the cards), the comparison and the leaderboard.
 
-Figures use matplotlib's Agg backend, the colour-blind-safe, grayscale-monotone ``cividis`` map for
-heatmaps and hatching + markers (not colour alone) for series. Every figure and table is written to
-disk (``figures/…png``, ``tables/…csv``) and embedded in ``index.html`` as a data URI, so the page
-needs no network and no other file.
+Layout rules: the content is at most 1180 px wide; every table sits in its own horizontally scrolling
+box and long labels wrap, so nothing overflows a 1280 px window; figures are shown at their natural
+size in a grid (two single-column figures side by side, double-column ones across).
 """
 
 from __future__ import annotations
 
-import base64
-import html
-import io
-import math
-import re
-from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
+from lm_eval_bias.report import glossary
+from lm_eval_bias.report.card import SECTIONS
+from lm_eval_bias.report.render import esc, warning_box
 
-CMAP = "cividis"
-HATCHES = ("", "//", "..", "xx", "\\\\", "++", "oo", "--")
-MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
-
-
-def slugify(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[:80] or "x"
-
-
-#: first characters that make a spreadsheet read a cell as a formula (OWASP CSV injection)
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-def csv_cell(value):
-    """``value`` safe for a spreadsheet: text starting with ``=``, ``+``, ``-``, ``@``, tab or CR gets a
-    leading ``'`` (OWASP's CSV-injection rule); numbers, and text that is just a number (``-0.12``),
-    are kept."""
-    if not isinstance(value, str) or not value.startswith(_FORMULA_START):
-        return value
-    try:
-        float(value)
-        return value
-    except ValueError:
-        return "'" + value
-
-
-def csv_safe(frame):
-    """A copy of ``frame`` with :func:`csv_cell` applied to its text cells, index and column names."""
-    import pandas as pd
-
-    out = frame.copy()
-    for column in out.columns:
-        if out[column].dtype == object:
-            out[column] = out[column].map(csv_cell)
-    if isinstance(out.index, pd.MultiIndex):
-        out.index = pd.MultiIndex.from_tuples([tuple(csv_cell(v) for v in t) for t in out.index], names=out.index.names)
-    else:
-        out.index = pd.Index([csv_cell(v) for v in out.index], name=csv_cell(out.index.name))
-    out.columns = [csv_cell(c) for c in out.columns]
-    return out
-
-
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|])")
-
-
-def md_escape(text) -> str:
-    """Text for one Markdown table cell: ``&``, ``<``, ``>`` as HTML entities (no raw HTML), a backslash
-    before ``\\ ` * _ [ ] |``, line breaks as spaces."""
-    text = html.escape(str(text), quote=False)
-    text = _MARKDOWN_SPECIAL.sub(r"\\\1", text)
-    return re.sub(r"\r\n|\r|\n", " ", text)
-
-
-def mpl_text(text) -> str:
-    """Text for a matplotlib label: ``$`` escaped (else ``$...$`` is read as mathtext, which can fail)."""
-    return str(text).replace("$", r"\$")
+CSS = """*{box-sizing:border-box}
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;margin:0;color:#111;
+line-height:1.45;background:#fff;font-size:15px}
+main{max-width:1180px;margin:0 auto;padding:1.2em 1.5em 3em}
+h1{font-size:1.55em;margin:.3em 0;overflow-wrap:anywhere}
+h2{font-size:1.3em;border-bottom:2px solid #222;padding-bottom:.15em;margin:1.8em 0 .6em}
+h3{font-size:1.05em;margin:1.2em 0 .4em}
+a{color:#0b4f9c}
+code{font-size:.92em;overflow-wrap:anywhere}
+p,li,dd,td,th,figcaption,caption,summary{overflow-wrap:anywhere}
+.meta,.file,.howto,.crumbs{color:#444;font-size:.9em}
+nav a{margin-right:1em;white-space:nowrap}
+ul.headlines{list-style:none;padding:0;margin:.6em 0}
+.headline{padding:.45em .7em;border-left:4px solid #222;background:#f3f3f3;margin:.35em 0}
+div.headline{border-left-width:3px;margin:0;background:none;padding:.1em .2em}
+.claim{font-weight:600}
+.num{font-weight:700;font-variant-numeric:tabular-nums}
+.ci{font-variant-numeric:tabular-nums}
+.no-ci{color:#555;font-style:italic}a.no-ci{text-decoration:none}
+.n,.more{color:#333}
+a.key{text-decoration:none;border-bottom:1px dotted #0b4f9c}
+.badge{background:#8b0000;color:#fff;border-radius:3px;padding:0 .35em;font-size:.8em;margin-left:.4em;white-space:nowrap}
+.warning{border:2px solid #8b0000;background:#fff4f4;padding:.5em .9em;margin:1em 0}
+.warning ul{margin:.3em 0;padding-left:1.2em}
+ul.warning{padding-left:2em}
+.nodata,.note{background:#f2f2f2;border:1px dashed #777;padding:.6em .8em;color:#222;margin:.5em 0}
+.absent{color:#555}
+.figures{display:grid;grid-template-columns:repeat(auto-fill,minmax(420px,1fr));gap:1.2em 1.5em;align-items:start;
+margin:1em 0}
+figure{margin:0;min-width:0}
+figure.wide{grid-column:1/-1}
+figure img{max-width:100%;height:auto;display:block;border:1px solid #eee}
+figcaption,.caption{font-size:.85em;color:#333;text-align:left;margin:.3em 0}
+.table{margin:1em 0}.table .scroll{margin-top:.2em}
+.scroll{overflow-x:auto;max-width:100%;margin:.8em 0}
+table{border-collapse:collapse;font-size:.82em}
+td,th{border:1px solid #aaa;padding:2px 6px;text-align:right;vertical-align:top}
+th{background:#eee;font-weight:600}thead th{text-align:center}
+thead th{max-width:16em}
+td.text{text-align:left;max-width:36em}
+table.cmp td{min-width:18em;max-width:30em}table.cmp tbody th,table.board tbody th{min-width:9em}
+details{margin:1em 0;border:1px solid #bbb;border-radius:4px;padding:.4em .9em}
+details[open]>summary{margin-bottom:.5em}
+summary{cursor:pointer;font-weight:600}
+details .figures{grid-template-columns:repeat(auto-fill,minmax(380px,1fr))}
+dl{margin:.3em 0}dt{font-weight:600;margin-top:.5em}dd{margin-left:1.5em}
+dl.gloss{display:grid;grid-template-columns:minmax(8em,19em) 1fr;gap:.25em 1.2em;font-size:.92em}
+dl.gloss dt,dl.gloss dd{margin:0}dl.gloss dt{font-weight:600}
+.doc{font-size:.85em;color:#555;margin-left:.3em}
+footer{color:#555;font-size:.85em;border-top:1px solid #ccc;margin-top:3em;padding-top:.6em}
+@media print{body{font-size:11px}main{max-width:none;padding:0}.scroll{overflow:visible}a{color:inherit}
+details{border:none;padding:0}.figures{display:block}figure{break-inside:avoid;margin:1em 0}}"""
 
 
-def fmt(value, digits: int = 3) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, (float, np.floating)):
-        if math.isnan(value):
-            return "n/a"
-        if math.isinf(value):
-            return "∞" if value > 0 else "−∞"
-        return f"{value:.{digits}f}"
-    return str(value)
+def document(title: str, body: str, root: Path, page_dir: Path) -> str:
+    """A complete, self-contained HTML page: ``body``, then the glossary of the keys it links to."""
+    from lm_eval_bias import __version__
+
+    gloss = glossary.section(glossary.used_keys(body), root, page_dir)
+    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" '
+            f'content="width=device-width, initial-scale=1"><title>{esc(title)}</title><style>{CSS}</style></head>'
+            f"<body><main>{body}{gloss}<footer>Written by lm-eval-bias {esc(__version__)} "
+            "(<code>lm-eval-bias report</code>; how to read it: <code>docs/report.md</code>). Intervals are 95 %. "
+            "Figures are also in <code>figures/</code> as PNG (300 dpi) and SVG, tables in <code>tables/</code> as "
+            "CSV.</footer></main></body></html>")
 
 
-@dataclass
-class Block:
-    """One figure or table of a section: caption + where it was written + HTML."""
-
-    kind: str  # figure | table | note
-    caption: str
-    html: str
-    path: str = ""
-
-
-@dataclass
-class Section:
-    title: str
-    blocks: list[Block] = field(default_factory=list)
-
-
-class Writer:
-    """Writes one model's figures and tables under the report folder."""
-
-    def __init__(self, root: Path, model_slug: str) -> None:
-        self.root = root
-        self.model_slug = model_slug
-
-    def figure(self, fig, name: str, caption: str) -> Block:
-        import matplotlib.pyplot as plt
-
-        rel = Path("figures") / self.model_slug / f"{slugify(name)}.png"
-        (self.root / rel).parent.mkdir(parents=True, exist_ok=True)
-        buffer = io.BytesIO()
-        fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
-        plt.close(fig)
-        data = buffer.getvalue()
-        (self.root / rel).write_bytes(data)
-        uri = "data:image/png;base64," + base64.b64encode(data).decode()
-        body = (f'<figure><img src="{uri}" alt="{html.escape(caption)}">'
-                f'<figcaption>{html.escape(caption)} <span class="file">[{rel}]</span></figcaption></figure>')
-        return Block("figure", caption, body, str(rel))
-
-    def table(self, frame, name: str, caption: str, index: bool = True) -> Block:
-        rel = Path("tables") / self.model_slug / f"{slugify(name)}.csv"
-        (self.root / rel).parent.mkdir(parents=True, exist_ok=True)
-        frame.to_csv(self.root / rel, index=index)
-        return Block("table", caption, table_html(frame, caption, index, str(rel)), str(rel))
-
-
-def table_html(frame, caption: str, index: bool = True, rel: str = "") -> str:
-    head = ([html.escape(str(frame.index.name or ""))] if index else []) + [html.escape(str(c)) for c in frame.columns]
+def index_body(models, cards, aliases: dict[str, str], run_dirs, comparison_html: str, leaderboard_html: str) -> str:
+    warnings = []
+    for card in cards:
+        partial = card.model.partial_tasks
+        if partial:
+            warnings.append(f"{aliases[card.model.label]} ({card.model.label}): partial run — {len(partial)} of "
+                            f"{len(card.model.tasks)} tasks evaluated only part of their docs (--limit); its numbers "
+                            "describe that subset only.")
+        no_samples = [t for t, r in card.model.tasks.items() if r.records is None]
+        if no_samples:
+            warnings.append(f"{aliases[card.model.label]}: no --log_samples files for {len(no_samples)} task(s); "
+                            "figures and most intervals are missing.")
     rows = []
-    for idx, row in frame.iterrows():
-        cells = ([f"<th>{html.escape(str(idx))}</th>"] if index else []) + [f"<td>{html.escape(fmt(v))}</td>" for v in row]
-        rows.append("<tr>" + "".join(cells) + "</tr>")
-    file = f' <span class="file">[{html.escape(rel)}]</span>' if rel else ""
-    return (f"<table><caption>{html.escape(caption)}{file}</caption><thead><tr>"
-            + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>")
-
-
-def note(text: str) -> Block:
-    return Block("note", text, f'<p class="note">{html.escape(text)}</p>')
-
-
-def heatmap(matrix, row_labels, col_labels, title: str, vmin=None, vmax=None, center: float | None = None,
-            label: str = "", annotate: bool = True):
-    """A heatmap figure (cividis; NaN cells hatched grey) with values written in the cells."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    data = np.asarray(matrix, dtype=float)
-    height = max(2.5, 0.35 * len(row_labels) + 1.2)
-    width = max(3.5, 0.45 * len(col_labels) + 2.5)
-    fig, ax = plt.subplots(figsize=(min(width, 14), min(height, 16)))
-    if center is not None and vmin is None and vmax is None:
-        finite = np.abs(data[np.isfinite(data)] - center)
-        span = float(finite.max()) if finite.size else 1.0
-        vmin, vmax = center - span, center + span
-    ax.set_facecolor("#d9d9d9")
-    image = ax.imshow(np.ma.masked_invalid(data), cmap=CMAP, vmin=vmin, vmax=vmax, aspect="auto")
-    ax.set_xticks(range(len(col_labels)), [mpl_text(c) for c in col_labels], rotation=60, ha="right", fontsize=8)
-    ax.set_yticks(range(len(row_labels)), [mpl_text(r) for r in row_labels], fontsize=8)
-    if annotate and data.size <= 400:
-        lo, hi = image.get_clim()
-        for (i, j), value in np.ndenumerate(data):
-            if np.isfinite(value):
-                shade = (value - lo) / (hi - lo) if hi > lo else 0.5
-                ax.text(j, i, f"{value:.2f}" if abs(value) < 10 else f"{value:.0f}", ha="center", va="center",
-                        fontsize=6.5, color="black" if shade > 0.55 else "white")
-    fig.colorbar(image, ax=ax, label=mpl_text(label))
-    ax.set_title(mpl_text(title), fontsize=10)
-    return fig
-
-
-def bars(groups: dict[str, dict[str, float]], title: str, ylabel: str, errors: dict[str, dict[str, tuple[float, float]]] | None = None,
-         reference: float | None = None):
-    """Grouped bars: ``groups`` = {series: {category: value}}; hatches distinguish series, optional
-    (low, high) error bars and a dashed reference line."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    series = list(groups)
-    categories = list(dict.fromkeys(c for s in series for c in groups[s]))
-    fig, ax = plt.subplots(figsize=(max(4.0, 0.6 * len(categories) * max(1, len(series)) + 1.5), 3.2))
-    width = 0.8 / max(1, len(series))
-    colours = [matplotlib.colormaps[CMAP](x) for x in np.linspace(0.15, 0.85, max(1, len(series)))]
-    for k, name in enumerate(series):
-        xs = np.arange(len(categories)) + (k - (len(series) - 1) / 2) * width
-        values = [groups[name].get(c, np.nan) for c in categories]
-        yerr = None
-        if errors and name in errors:
-            lows = [values[i] - errors[name].get(c, (np.nan, np.nan))[0] for i, c in enumerate(categories)]
-            highs = [errors[name].get(c, (np.nan, np.nan))[1] - values[i] for i, c in enumerate(categories)]
-            yerr = np.nan_to_num(np.array([lows, highs], dtype=float))
-        ax.bar(xs, values, width, label=mpl_text(name), color=colours[k], hatch=HATCHES[k % len(HATCHES)], edgecolor="black",
-               yerr=yerr, capsize=2)
-    if reference is not None:
-        ax.axhline(reference, color="black", linestyle="--", linewidth=0.8)
-    ax.set_xticks(range(len(categories)), [mpl_text(c) for c in categories], rotation=30, ha="right", fontsize=8)
-    ax.set_ylabel(mpl_text(ylabel))
-    ax.set_title(mpl_text(title), fontsize=10)
-    if len(series) > 1:
-        ax.legend(fontsize=7)
-    return fig
+    for card in cards:
+        model = card.model
+        benchmarks = ", ".join(s.TITLE for s in SECTIONS if s.NAME in card.parts)
+        docs = sum(r.n_samples or 0 for r in model.tasks.values())
+        status = '<span class="badge">partial run</span>' if model.partial_tasks else "complete"
+        rows.append(f'<tr><th>{esc(aliases[model.label])}</th><td class="text"><a href="{esc(card.href)}">'
+                    f"{esc(model.label)}</a></td><td class=\"text\">{esc(benchmarks)}</td><td>{len(model.tasks)}</td>"
+                    f"<td>{docs}</td><td class=\"text\">{status}</td></tr>")
+    table = ('<p class="caption">One bias card per model (follow the link). The aliases name the models in the '
+             'tables below.</p><div class="scroll"><table class="models"><thead><tr><th>alias</th><th>model</th>'
+             "<th>benchmarks</th><th>tasks</th><th>docs</th><th>run</th></tr></thead><tbody>" + "".join(rows)
+             + "</tbody></table></div>")
+    return ("<header><h1>Bias report</h1>"
+            f'<p class="meta">{len(models)} model(s) from {esc(", ".join(map(str, run_dirs)))}. Intervals are 95 %.</p>'
+            '<nav><a href="#models">Models</a> <a href="#comparison">Comparison</a> <a href="#leaderboard">Leaderboard</a> '
+            '<a href="#glossary">Glossary</a></nav></header>'
+            + warning_box("Read with care", warnings)
+            + f'<section id="models"><h2>Models</h2>{table}</section>' + comparison_html + leaderboard_html)

@@ -11,6 +11,11 @@ lm-eval writes ``<output_path>/<model>/results_<timestamp>.json`` and, with ``--
 - result values are recomputed from the records with the task's own aggregation
   (:func:`lm_eval_bias.samples.result_values`), so merged shards give the unsharded numbers; without
   samples, the results JSON's numbers are shown and the figures say samples are missing.
+
+Group entries of the results JSON (``reflect``, ``focus_2afc``, ``cf_vqa_all``, … : the keys of
+``group_subtasks``) are not tasks and are skipped, whatever their name. A run made with ``--limit``
+(``config.limit``) or with fewer docs than its task has (``n-samples``: effective < original) is marked
+partial (:attr:`TaskRun.partial`), and the report says so wherever its numbers appear.
 """
 
 from __future__ import annotations
@@ -33,10 +38,28 @@ class TaskRun:
     sources: list[str]
     notes: list[str] = field(default_factory=list)
     summary: Any = None
+    #: ``--limit`` of the run (lm-eval's ``config.limit``: a count, or a fraction of the docs) and the
+    #: task's doc count without it (``n-samples.original``)
+    limit: float | None = None
+    n_original: int | None = None
+    #: memo of derived statistics (resampling intervals, per-group win rates), filled on first use
+    cache: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def family(self) -> str:
         return samples.task_family(self.task)
+
+    @property
+    def partial(self) -> str:
+        """"8 of 360 docs (--limit 8)" when the run evaluated only part of the task's docs, else ""."""
+        n = self.n_samples
+        known = self.n_original is not None and n is not None
+        cut = known and n < self.n_original
+        if not cut and (self.limit is None or known):  # a --limit above the doc count cuts nothing
+            return ""
+        limit = "" if self.limit is None else f" (--limit {self.limit:g})"
+        of = f" of {self.n_original}" if self.n_original is not None else ""
+        return f"{n if n is not None else '?'}{of} docs{limit}"
 
     def status_counts(self) -> dict[str, int] | None:
         if self.records is None:
@@ -53,9 +76,23 @@ class TaskRun:
 class ModelRun:
     label: str
     tasks: dict[str, TaskRun]
+    #: backend, model_args, lm-eval version and run dates, for the card's header
+    meta: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def partial_tasks(self) -> dict[str, str]:
+        return {t: r.partial for t, r in self.tasks.items() if r.partial}
 
 
-def _is_plugin_task(task: str) -> bool:
+def _groups(results: dict[str, Any]) -> set[str]:
+    """Names of the groups in a results JSON (they have entries under ``results`` too)."""
+    return set(results.get("group_subtasks") or {}) | set(results.get("groups") or {})
+
+
+def _is_plugin_task(task: str, results: dict[str, Any] | None = None) -> bool:
+    """A task of this plugin (not a group such as ``cf_vqa_all``, whose name also starts with ``cf_vqa``)."""
+    if results is not None and task in _groups(results):
+        return False
     try:
         samples.task_family(task)
         return True
@@ -92,15 +129,23 @@ def load_runs(run_dirs: list[str | Path]) -> list[ModelRun]:
             results = json.loads(file.read_text(encoding="utf-8"))
             stamp = file.stem[len("results_"):]
             for task in (results.get("results") or {}):
-                if _is_plugin_task(task):
+                if _is_plugin_task(task, results):
                     found.setdefault(_label(results), {}).setdefault(task, []).append((stamp, results, file))
     models = []
     for label, tasks in found.items():
         runs = {}
         for task, entries in sorted(tasks.items()):
             runs[task] = _task_run(task, sorted(entries, key=lambda e: e[0]))
-        models.append(ModelRun(label, runs))
+        models.append(ModelRun(label, runs, _meta([e for entries in tasks.values() for e in entries])))
     return models
+
+
+def _meta(entries: list[tuple[str, dict, Path]]) -> dict[str, str]:
+    config = (entries[-1][1].get("config") or {}) if entries else {}
+    stamps = sorted({stamp[:10] for stamp, _, _ in entries})
+    versions = sorted({str(r.get("lm_eval_version")) for _, r, _ in entries if r.get("lm_eval_version")})
+    return {"backend": str(config.get("model") or ""), "lm_eval": ", ".join(versions),
+            "dates": stamps[0] if len(stamps) == 1 else (f"{stamps[0]} – {stamps[-1]}" if stamps else "")}
 
 
 def _task_run(task: str, entries: list[tuple[str, dict, Path]]) -> TaskRun:
@@ -123,8 +168,11 @@ def _task_run(task: str, entries: list[tuple[str, dict, Path]]) -> TaskRun:
             raise ValueError(f"{task}: {exc}") from None
     stamp, results, file = chosen[-1]
     plain = _plain_metrics(results, task)
-    n_samples = ((results.get("n-samples") or {}).get(task) or {}).get("effective")
-    run = TaskRun(task, plain, records, n_samples, [str(f) for _, _, f in chosen], notes)
+    counts = (results.get("n-samples") or {}).get(task) or {}
+    n_samples = counts.get("effective")
+    limit = (results.get("config") or {}).get("limit")
+    run = TaskRun(task, plain, records, n_samples, [str(f) for _, _, f in chosen], notes,
+                  limit=float(limit) if isinstance(limit, (int, float)) else None, n_original=counts.get("original"))
     if records is None:
         run.notes.append("no --log_samples files: figures and tables need them; headline numbers from the results JSON")
     elif records:

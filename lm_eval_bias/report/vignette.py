@@ -1,88 +1,267 @@
-"""VIGNETTE section: selection frequency by identity per dimension, polarity heatmaps (identity x SSCM
-term pair), PairComp matrices, factuality accuracy, Fisher tests."""
+"""VIGNETTE on a card: per task a headline (the bias dimension with the largest selection gap, and the
+identities chosen most and least), the spread per dimension with intervals (decision tasks,
+perception per question, factuality), the polarity heatmap (stereotype), and folded below the
+selection frequency per identity, PairComp matrices, Fisher tests and the per-term table."""
 
 from __future__ import annotations
+
+import math
 
 import pandas as pd
 
 from lm_eval_bias import samples
-from lm_eval_bias.report.page import Block, Writer, bars, heatmap, note
+from lm_eval_bias.report.intervals import interval, metric
+from lm_eval_bias.report.render import DOUBLE, SINGLE, Headline, Metric, Part, Writer, all_nan, bars, heatmap, note
 from lm_eval_bias.report.runs import TaskRun
 from lm_eval_bias.stats import vignette as stats
+from lm_eval_bias.vignette_schema import DIMENSIONS
 
-FAMILIES = ("vignette",)
+NAME = "vignette"
 TITLE = "VIGNETTE"
+FAMILIES = ("vignette",)
 HEADLINE = {"vignette": ("valid_rate", "factuality_accuracy", "selection_spread_race_ethnicity_color",
                          "mean_abs_polarity_race_ethnicity_color")}
+PARAMETERS = ("struggle", "capability", "enjoyment", "dislike")
+DECISIONS = {"decision": "decisions", "decision_positional": "decisions, positional options",
+             "decision_textonly": "decisions, text only (no image)"}
 
 
-def _selection(run: TaskRun, w: Writer, table: pd.DataFrame, label: str) -> list[Block]:
-    blocks = []
+def _paradigm(run: TaskRun) -> str:
+    return run.task.removeprefix("vignette_")
+
+
+def _words(dimension: str) -> str:
+    return dimension.replace("_", " ")
+
+
+def _table(run: TaskRun):
+    if "options" not in run.cache:
+        run.cache["options"] = samples.vignette_option_table(run.records) if run.records else pd.DataFrame()
+    return run.cache["options"]
+
+
+def _largest(run: TaskRun, prefix: str) -> str | None:
+    keys = [k for k in run.metrics if k.startswith(prefix) and math.isfinite(run.metrics[k])]
+    return max(keys, key=lambda k: run.metrics[k]) if keys else None
+
+
+def _extremes(table: pd.DataFrame, dimension: str) -> tuple[str, str] | None:
+    part = table[table["dimension"] == dimension]
+    if part.empty:
+        return None
+    frequency = stats.selection_frequency(part).dropna()
+    if frequency.empty:
+        return None
+    return str(frequency.idxmax()), str(frequency.idxmin())
+
+
+def _clear(m: Metric) -> bool:
+    """Whether a spread's interval excludes 0 (else the words say "no clear …")."""
+    return math.isfinite(m.low) and m.low > 0
+
+
+def _size(run: TaskRun) -> str:
+    valid = (run.status_counts() or {}).get("valid")
+    return f"{valid} valid answers of {run.n_samples} docs" if valid is not None else f"{run.n_samples} docs"
+
+
+def _headline(run: TaskRun, part: Part) -> None:
+    paradigm = _paradigm(run)
+    more = [metric(NAME, run, "valid_rate")]
+    lead: Metric | None = None
+    text = ""
+    if paradigm == "factuality":
+        lead = metric(NAME, run, "factuality_accuracy")
+        text = "recognises what people are doing (factuality)"
+        key = _largest(run, "accuracy_spread_")
+        if key:
+            more.insert(0, metric(NAME, run, key, digits=1, unit=" pp"))
+    elif paradigm == "stereotype":
+        key = _largest(run, "mean_abs_polarity_")
+        if key:
+            dimension = key.removeprefix("mean_abs_polarity_")
+            lead = metric(NAME, run, key, digits=1, unit=" pp")
+            text = (f"stereotypes: strongest in {_words(dimension)}" if _clear(lead) else
+                    f"stereotypes: no clear polarity — largest estimate in {_words(dimension)}")
+            polarity = _polarity(run)
+            if polarity is not None:
+                dimension_of = _table(run).groupby("identity")["dimension"].first()
+                mean = polarity.mean(axis=1)[dimension_of.reindex(polarity.index) == dimension].dropna()
+                if len(mean):
+                    text += f" ({mean.idxmax()} most often given favourable traits, {mean.idxmin()} least)"
+    else:
+        prefix = "selection_spread_"
+        key = _largest(run, prefix)
+        if key:
+            rest = key.removeprefix(prefix)
+            parameter = next((p for p in PARAMETERS if rest.startswith(p + "_")), None)
+            dimension = rest.removeprefix(f"{parameter}_") if parameter else rest
+            lead = metric(NAME, run, key, digits=1, unit=" pp")
+            what = f"perception ('{parameter}' question)" if parameter else DECISIONS.get(paradigm, paradigm)
+            text = (f"{what}: largest selection gap in {_words(dimension)}" if _clear(lead) else
+                    f"{what}: no clear selection gap — largest estimate in {_words(dimension)}")
+            table = _table(run)
+            if parameter and len(table):
+                table = table[table["parameter"] == parameter]
+            extremes = _extremes(table, dimension) if len(table) else None
+            if extremes:
+                text += f" ({extremes[0]} chosen most, {extremes[1]} least)"
+    if lead is None:
+        lead = more.pop(0)
+        text = f"{paradigm}: no valid identity choice to compare"
+    part.headlines.append(Headline(run.task, text, lead, _size(run), more, bool(run.partial)))
+    missing = [d for d in DIMENSIONS if not any(math.isfinite(v) for k, v in run.metrics.items() if k.endswith("_" + d))]
+    if missing and run.records:
+        part.warnings.append(f"{run.task}: no answered doc for {len(missing)} of {len(DIMENSIONS)} dimensions "
+                             f"({', '.join(_words(d) for d in missing)}).")
+
+
+def _polarity(run: TaskRun):
+    if "polarity" not in run.cache:
+        table = _table(run)
+        run.cache["polarity"] = (stats.polarity(table, samples.vignette_sscm_terms(run.records))
+                                 if len(table) else None)
+    return run.cache["polarity"]
+
+
+def _spread_figure(runs: list[TaskRun], w: Writer, part: Part, title: str, name: str, series_of) -> None:
+    """Grouped bars of spread keys per dimension with their intervals; ``series_of(run)`` gives
+    {series label: key prefix}."""
+    groups, errors, tasks = {}, {}, []
+    for run in runs:
+        for label, prefix in series_of(run).items():
+            for dimension in DIMENSIONS:
+                key = prefix + dimension
+                if key in run.metrics:
+                    ci = interval(run, key)
+                    groups.setdefault(label, {})[_words(dimension)] = run.metrics[key]
+                    errors.setdefault(label, {})[_words(dimension)] = (ci.low, ci.high)
+            tasks.append(run.task)
+    present = [d for d in (_words(x) for x in DIMENSIONS) if any(math.isfinite(g.get(d, math.nan)) for g in groups.values())]
+    if not present:
+        part.figures.append(note(f"{title}: no data (no valid answer in any dimension).", "nodata"))
+        return
+    groups = {s: {d: v for d, v in g.items() if d in present} for s, g in groups.items()}
+    width = DOUBLE if len(present) * len(groups) > 8 else SINGLE
+    fig = bars(groups, title, "percentage points", errors, width=width, height=2.6)
+    part.figures.append(w.figure(fig, name, f"{title}: max − min over the dimension's identities (percentage points; 0 = "
+                                            "every identity treated alike), per bias dimension with data; error bars: 95 % "
+                                            "bootstrap intervals (image pairs resampled within dimension); a bar without "
+                                            "one has no interval (reason in the key table).",
+                                 tasks=tasks, wide=width == DOUBLE))
+
+
+def _selection_details(run: TaskRun, w: Writer, part: Part, table: pd.DataFrame, label: str) -> None:
     frequency = stats.selection_frequency(table)
     dimension = table.groupby("identity")["dimension"].first()
     for dim in sorted(dimension.unique()):
-        ids = dimension[dimension == dim].index
-        blocks.append(w.figure(bars({label: frequency.reindex(ids).to_dict()}, f"{run.task}: selection frequency, {dim}",
-                                    "S (%)", reference=50.0), f"{run.task}_{label}_{dim}_selection",
-                               f"Selection frequency S per identity ({dim}; {label}): percentage of docs in which the identity "
-                               f"was chosen when shown, averaged over contexts (Sec. 5); dashed: 50 % (no preference)."))
+        ids = list(dimension[dimension == dim].index)
+        part.details.append(w.figure(bars({label: frequency.reindex(ids).to_dict()}, f"Selection frequency, {_words(dim)}",
+                                          "S (%)", reference=50.0, ylim=(0, 105)), f"{run.task}_{label}_{dim}_selection",
+                                     f"{run.task} ({label}, {_words(dim)}): selection frequency S per identity, the share "
+                                     "of docs in which it was chosen when shown, averaged over contexts (Sec. 5); dashed: "
+                                     "50 %. No interval per identity: the Fisher test below gives its significance.",
+                                     tasks=[run.task]))
         if len(ids) >= 2:
-            matrix = stats.pair_comp_matrix(table, list(ids))
-            blocks.append(w.figure(heatmap(matrix.values, list(ids), list(ids), f"PairComp, {dim} ({label})", center=0.0,
-                                           label="percentage points"), f"{run.task}_{label}_{dim}_paircomp",
-                                   f"PairComp(row, column) = S(row | paired with column) − S(row | paired with anyone else) "
-                                   f"({dim}; {label}); grey: no docs with that pairing."))
+            matrix = stats.pair_comp_matrix(table, ids)
+            if all_nan(matrix.values):
+                part.details.append(note(f"PairComp, {_words(dim)} ({run.task}, {label}): no data — no identity was shown "
+                                         "with two different partners, so S(i | paired with anyone else) is undefined.",
+                                         "nodata"))
+            else:
+                part.details.append(w.figure(heatmap(matrix.values, ids, ids, f"PairComp, {_words(dim)}", center=0.0,
+                                                     label="percentage points", percent=True),
+                                             f"{run.task}_{label}_{dim}_paircomp",
+                                             f"PairComp(row, column) = S(row | paired with column) − S(row | paired with "
+                                             f"anyone else) ({run.task}, {label}, {_words(dim)}); hatched: no docs with that "
+                                             "pairing. No interval per cell.", tasks=[run.task]))
     fisher = stats.identity_fisher_tests(table)
     fisher["selection_frequency"] = frequency
-    blocks.append(w.table(fisher, f"{run.task}_{label}_identities", f"{run.task} ({label}): selection frequency per identity "
-                                                                    "and Fisher's exact test against all other identities "
-                                                                    "(two-sided), Holm-corrected."))
-    return blocks
+    part.details.append(w.table(fisher, f"{run.task}_{label}_identities",
+                                f"{run.task} ({label}): selection frequency per identity and Fisher's exact test against "
+                                "all other identities (two-sided), Holm-corrected.",
+                                no_interval="Selection frequencies: no interval (the tests give their significance)."))
 
 
-def render(runs: list[TaskRun], w: Writer) -> list[Block]:
-    blocks: list[Block] = []
+def _details(run: TaskRun, w: Writer, part: Part) -> None:
+    paradigm = _paradigm(run)
+    if paradigm == "factuality":
+        table = samples.vignette_factuality_table(run.records)
+        if table.empty:
+            part.details.append(note(f"{run.task}: no valid answer, nothing to draw.", "nodata"))
+            return
+        accuracy = stats.factuality_accuracy(table).to_frame()
+        accuracy["dimension"] = table.groupby("identity")["dimension"].first()
+        accuracy["answers"] = table.groupby("identity")["correct"].size()
+        part.details.append(w.table(accuracy, f"{run.task}_accuracy", "Factuality accuracy per identity (share of valid "
+                                                                      "answers that are correct, Sec. 4.1).",
+                                    no_interval="No interval per identity (a few answers each)."))
+        return
+    table = _table(run)
+    if table.empty:
+        part.details.append(note(f"{run.task}: no valid identity choice, nothing to draw.", "nodata"))
+        return
+    if paradigm == "stereotype":
+        polarity = _polarity(run)
+        if polarity is not None and not all_nan(polarity.values):
+            part.figures.append(w.figure(heatmap(polarity.values, list(polarity.index), list(polarity.columns),
+                                                 "Polarity S_high − S_low", center=0.0, label="percentage points",
+                                                 percent=True), f"{run.task}_polarity",
+                                         "Polarity per identity and SSCM dimension: selection frequency for the "
+                                         "dimension's high-valence terms minus for its low-valence terms (Sec. 5); "
+                                         "positive = favourable traits; hatched: no docs. No interval per cell; the "
+                                         "mean_abs_polarity keys carry intervals.", tasks=[run.task]))
+            part.details.append(w.table(polarity, f"{run.task}_polarity", "Polarity table (percentage points).",
+                                        no_interval="No interval per cell."))
+        else:
+            part.figures.append(note(f"{run.task}: no data for the polarity heatmap.", "nodata"))
+        by_term = table.groupby(["identity", "context"])["selected"].mean().unstack() * 100
+        if all_nan(by_term.values):
+            return
+        part.details.append(w.figure(heatmap(by_term.values, list(by_term.index), list(by_term.columns),
+                                             "Selection per SSCM term", 0, 100, label="S (%)", percent=True,
+                                             width=DOUBLE if by_term.shape[1] > 10 else SINGLE),
+                                     f"{run.task}_terms", "Share of docs in which the identity was chosen for each SSCM "
+                                                          "term; hatched: not asked. No interval per cell.",
+                                     tasks=[run.task], wide=by_term.shape[1] > 10))
+    elif paradigm == "perception":
+        for parameter in PARAMETERS:
+            rows = table[table["parameter"] == parameter]
+            if len(rows):
+                _selection_details(run, w, part, rows, parameter)
+    else:
+        _selection_details(run, w, part, table, paradigm)
+
+
+def render(runs: list[TaskRun], w: Writer) -> Part:
+    part = Part()
+    for run in runs:
+        try:
+            _headline(run, part)
+        except Exception as exc:  # noqa: BLE001 - partial runs must not stop the report
+            part.warnings.append(f"{run.task}: headline could not be computed ({type(exc).__name__}: {exc}).")
+    decisions = [r for r in runs if _paradigm(r) in DECISIONS and r.records]
+    if decisions:
+        _spread_figure(decisions, w, part, "Selection spread per dimension, decisions", "vignette_decision_spread",
+                       lambda r: {_paradigm(r).replace("_", " "): "selection_spread_"})
+    perception = [r for r in runs if _paradigm(r) == "perception" and r.records]
+    if perception:
+        _spread_figure(perception, w, part, "Selection spread per dimension, perception", "vignette_perception_spread",
+                       lambda r: {p: f"selection_spread_{p}_" for p in PARAMETERS})
+    factuality = [r for r in runs if _paradigm(r) == "factuality" and r.records]
+    if factuality:
+        _spread_figure(factuality, w, part, "Factuality accuracy spread per dimension", "vignette_accuracy_spread",
+                       lambda r: {"factuality": "accuracy_spread_"})
     for run in runs:
         if not run.records:
-            blocks.append(note(f"{run.task}: figures need --log_samples output ({'; '.join(run.notes)})."))
+            part.figures.append(note(f"{run.task}: figures need --log_samples output ({'; '.join(run.notes)}).", "nodata"))
             continue
-        paradigm = run.task.removeprefix("vignette_")
         try:
-            if paradigm == "factuality":
-                table = samples.vignette_factuality_table(run.records)
-                if table.empty:
-                    blocks.append(note(f"{run.task}: no valid answer, nothing to draw."))
-                    continue
-                accuracy = stats.factuality_accuracy(table).to_frame()
-                accuracy["dimension"] = table.groupby("identity")["dimension"].first()
-                blocks.append(w.table(accuracy, f"{run.task}_accuracy", "Factuality accuracy per identity (share of valid "
-                                                                       "answers that are correct, Sec. 4.1)."))
-                continue
-            table = samples.vignette_option_table(run.records)
-            if table.empty:
-                blocks.append(note(f"{run.task}: no valid identity choice, nothing to draw."))
-                continue
-            if paradigm == "stereotype":
-                terms = samples.vignette_sscm_terms(run.records)
-                polarity = stats.polarity(table, terms)
-                blocks.append(w.figure(heatmap(polarity.values, list(polarity.index), list(polarity.columns),
-                                               "Polarity S_high − S_low", center=0.0, label="percentage points"),
-                                       f"{run.task}_polarity", "Polarity per identity and SSCM dimension: selection frequency "
-                                                               "for the dimension's high-valence terms minus for its low-valence "
-                                                               "terms (Sec. 5); positive = favourable traits."))
-                blocks.append(w.table(polarity, f"{run.task}_polarity", "Polarity table (percentage points)."))
-                by_term = table.groupby(["identity", "context"])["selected"].mean().unstack() * 100
-                blocks.append(w.figure(heatmap(by_term.values, list(by_term.index), list(by_term.columns),
-                                               "Selection per SSCM term", 0, 100, label="S (%)"), f"{run.task}_terms",
-                                       "Share of docs in which the identity was chosen for each SSCM term (all 60 terms "
-                                       "of the 30 pairs when present)."))
-            elif paradigm == "perception":
-                for parameter in ("struggle", "capability", "enjoyment", "dislike"):
-                    part = table[table["parameter"] == parameter]
-                    if len(part):
-                        blocks += _selection(run, w, part, parameter)
-            else:
-                blocks += _selection(run, w, table, paradigm)
+            _details(run, w, part)
         except Exception as exc:  # noqa: BLE001 - partial runs must not stop the report
-            blocks.append(note(f"{run.task}: figures could not be drawn from this run ({type(exc).__name__}: {exc})."))
-    return blocks
+            part.details.append(note(f"{run.task}: figures could not be drawn from this run ({type(exc).__name__}: {exc}).",
+                                     "warning"))
+    return part
+
+
+__all__ = ["FAMILIES", "HEADLINE", "NAME", "TITLE", "render"]

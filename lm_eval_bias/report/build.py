@@ -1,0 +1,47 @@
+"""``build_report``: read the runs, render every model's card, the comparison and the leaderboard, and
+write the report folder.
+
+::
+
+    REPORT_DIR/index.html                 overview: models, comparison, leaderboard, glossary
+    REPORT_DIR/cards/<model>.html         one bias card per model
+    REPORT_DIR/figures/<model>/*.png|svg  every figure at paper size (PNG 300 dpi, SVG)
+    REPORT_DIR/tables/<model>/*.csv       every table
+    REPORT_DIR/tables/cross_model_spearman_<task>.csv, figures/_comparison/
+    REPORT_DIR/leaderboard.csv|md|json
+    REPORT_DIR/docs/*.md                  the metric documentation the glossaries link to (from a checkout)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lm_eval_bias.report import card, comparison, glossary, leaderboard, page
+from lm_eval_bias.report.render import style
+from lm_eval_bias.report.runs import load_runs
+
+
+def build_report(run_dirs: list[str | Path], output: str | Path) -> Path:
+    """Write the report for every model under ``run_dirs`` into ``output``; returns index.html."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    models = load_runs(run_dirs)
+    if not models:
+        raise FileNotFoundError(f"no lm-eval-bias task results under {', '.join(map(str, run_dirs))}")
+    root = Path(output)
+    root.mkdir(parents=True, exist_ok=True)
+    glossary.copy_docs(root)
+    aliases = {m.label: f"M{k}" for k, m in enumerate(models, 1)}
+    with style():
+        cards = [card.build(model, root) for model in models]
+        comparison_html = comparison.section(models, cards, aliases, root)
+    (root / "cards").mkdir(exist_ok=True)
+    for c in cards:
+        title = f"Bias card: {c.model.label}"
+        (root / c.href).write_text(page.document(title, c.html, root, root / "cards"), encoding="utf-8")
+    leaderboard.write(models, root)
+    body = page.index_body(models, cards, aliases, run_dirs, comparison_html, leaderboard.section(models, aliases))
+    index = root / "index.html"
+    index.write_text(page.document("Bias report", body, root, root), encoding="utf-8")
+    return index

@@ -1,0 +1,177 @@
+"""The glossary section: a short definition of every metric key the page shows, so the page stands
+alone, each linked to its full definition in the repository's documentation
+(``docs/<benchmark>.md#<key>``; keys the report derives itself: ``docs/report.md#<key>``).
+
+Every key on a page links here (:func:`~.render.key_link`: ``#key-<benchmark>-<key>``). The
+documentation files are copied into the report folder (``docs/``) when the package is used from a
+checkout, so the links work offline; otherwise the reference is printed as text.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+from lm_eval_bias.report.render import esc, esc_id
+
+#: benchmark -> documentation file (``docs/`` of the repository)
+DOCS = {"reflect": "reflect.md", "fact_or_fair": "fact-or-fair.md", "cf_vqa": "cf-vqa.md", "vignette": "vignette.md",
+        "report": "report.md"}
+TITLES = {"reflect": "REFLECT / FOCUS", "fact_or_fair": "FACT-OR-FAIR", "cf_vqa": "Counterfactual VQA",
+          "vignette": "VIGNETTE"}
+SOURCE_DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+_RACE = "asian|black|latino|middle_eastern|white"
+_DIM = "[a-z_]+?"
+_CF_METRIC = "consistency|cc_auc|sr_auc|refusal_rate|refusal_asymmetry_rate"
+
+#: (benchmark, key pattern, definition; ``{x}`` is the part the pattern matched), first match wins.
+#: ``doc`` is the documentation file when it is not the benchmark's own.
+ENTRIES: list[tuple[str, str, str, str]] = [
+    # REFLECT / FOCUS
+    ("reflect", "retained_rate", "pairs whose AB and BA answers are both valid and pick the same image, among pairs "
+                                 "asked in both orders (Table 6).", ""),
+    ("reflect", "valid_rate", "share of calls with a valid answer.", ""),
+    ("reflect", "refusal_rate", "share of calls the model refused.", ""),
+    ("reflect", "invalid_rate", "share of calls with an unparseable answer.", ""),
+    ("reflect", "swap_inconsistent_rate", "pairs with two valid answers that pick different images / pairs.", ""),
+    ("reflect", "first_position_rate", "valid calls choosing the image shown first (position bias; 0.5 = none).", ""),
+    ("reflect", "male_win_rate", "share of retained man-vs-woman comparisons won by the man (0.5 = parity).", ""),
+    ("reflect", f"win_rate_(?P<x>{_RACE})_(?:man|woman)",
+     "share of retained comparisons involving this race × gender group that it won, against the other nine groups "
+     "(0.5 = parity; derived by the report from the win matrix, template-cluster bootstrap interval).", "report"),
+    ("reflect", f"win_rate_(?P<x>{_RACE})", "share of retained cross-race comparisons won by the {x} image "
+                                             "(WinRate, 0.5 = parity).", ""),
+    ("reflect", "polarization", "Pol: mean over the 45 group-pair cells of |w_ij − 0.5| (0 = no preference, "
+                                "0.5 = every comparison one-sided; App. C.1).", ""),
+    ("reflect", "extreme_cell_rate", "Ext: share of group-pair cells with win rate below 0.1 or above 0.9.", ""),
+    ("reflect", "n_defined_cells", "group-pair cells (of 45) with at least one retained comparison.", ""),
+    ("reflect", "letter_mass", "mean probability the model puts on the allowed answer letters (scoring by "
+                               "probability, beyond the paper).", ""),
+    ("reflect", f"jsd_(?P<x>female|male|{_RACE})", "Jensen–Shannon divergence (base 2) of the {x} group's answer "
+                                                   "distribution from the pooled one (0 = identical; Table 2).", ""),
+    ("reflect", "gap_male", "relative gap of men's mean answer over women's, (μ_male − μ_female) / μ_female "
+                            "(0 = none; Fig. 5).", ""),
+    ("reflect", f"gap_(?P<x>{_RACE})", "relative gap of the {x} group's mean answer over White's, "
+                                       "(μ − μ_White) / μ_White (0 = none; Fig. 5).", ""),
+    ("reflect", "gap_pct_male", "recommended salary of men relative to women, (μ_male / μ_female − 1) × 100 %, "
+                                "mean over occupations (Fig. 6).", ""),
+    ("reflect", f"gap_pct_(?P<x>{_RACE})", "recommended salary of the {x} group relative to White, "
+                                           "(μ / μ_White − 1) × 100 %, mean over occupations (Fig. 6).", ""),
+    ("reflect", "p_race", "p-value of the joint test of the race effect on salary (cluster-robust, App. C.6).", ""),
+    ("reflect", "p_gender", "p-value of the gender effect on salary (cluster-robust, App. C.6).", ""),
+    ("reflect", "p_race_x_gender", "p-value of the joint test of the race × gender interaction (App. C.6).", ""),
+    # FACT-OR-FAIR
+    ("fact_or_fair", "s_fact", "Def. 1: accuracy over valid answers (subjective tasks: share choosing the "
+                               "statistic's true group).", ""),
+    ("fact_or_fair", "s_e", "Def. 2: entropy of each statistic × {highest, lowest} answer distribution, normalised "
+                            "by ln k, averaged (1 = answers spread evenly over groups).", ""),
+    ("fact_or_fair", "s_kld", "Def. 3: mean over statistics of exp(−KL(p_high ‖ p_low)) (1 = same answers for "
+                              "highest and lowest).", ""),
+    ("fact_or_fair", "s_fair", "Def. 4: S_E + S_KLD − S_E·S_KLD.", ""),
+    ("fact_or_fair", "distance", "distance of (S_fact, S_E) from the trade-off curve g_k (Conclusion 1).", ""),
+    ("fact_or_fair", "refusal_rate", "share of queries refused.", ""),
+    ("fact_or_fair", "invalid_rate", "share of queries with an unparseable answer.", ""),
+    ("fact_or_fair", "(?P<x>representativeness|attribution|ingroup|outgroup)_rate_chance",
+     "chance level of {x}_rate (1/k; (k−1)/k for outgroup_rate).", ""),
+    ("fact_or_fair", "representativeness_rate", "choices of the group the context names as highest / lowest.", ""),
+    ("fact_or_fair", "attribution_rate", "choices of the group in the background news report.", ""),
+    ("fact_or_fair", "ingroup_rate", "positive-trait queries answered with the assigned identity's own group.", ""),
+    ("fact_or_fair", "outgroup_rate", "negative-trait queries answered with another group.", ""),
+    # Counterfactual VQA
+    ("cf_vqa", "consistency", "share of image pairs answered identically on both counterfactual images "
+                              "(Cons, Eq. 3; 1 = never swayed by the edit).", ""),
+    ("cf_vqa", "cc_auc", "area under the consistency–coverage curve (Eq. 4–7).", ""),
+    ("cf_vqa", "sr_auc", "area under the symmetric-refusal curve (Eq. 8–12; 1 = refusals never one-sided).", ""),
+    ("cf_vqa", "refusal_rate", "refused answers / answers.", ""),
+    ("cf_vqa", "refusal_asymmetry_rate", "pairs with exactly one image's answer refused / pairs.", ""),
+    ("cf_vqa", "invalid_rate", "share of unparseable responses.", ""),
+    ("cf_vqa", "malformed_confidence_rate", "share of responses with a malformed confidence.", ""),
+    ("cf_vqa", "consistency_minus_human", "model consistency − mean human consistency, over pairs that carry it.", ""),
+    ("cf_vqa", f"(?P<x>{_CF_METRIC})_(?:demography|culture|environment|behavior|aesthetic)",
+     "{x} over the pairs of one category.", ""),
+    # VIGNETTE
+    ("vignette", "valid_rate", "share of docs with a valid answer.", ""),
+    ("vignette", "refusal_rate", "share of docs refused.", ""),
+    ("vignette", "invalid_rate", "share of docs with an unparseable answer.", ""),
+    ("vignette", "factuality_accuracy", "share of valid factuality answers that are correct.", ""),
+    ("vignette", f"accuracy_spread_(?P<x>{_DIM})", "max − min factuality accuracy over the {x} identities "
+                                                   "(percentage points).", ""),
+    ("vignette", f"selection_spread_(?P<x>struggle|capability|enjoyment|dislike)_{_DIM}",
+     "max − min selection frequency S over the dimension's identities for the '{x}' question "
+     "(percentage points; 0 = all chosen equally).", ""),
+    ("vignette", f"selection_spread_(?P<x>{_DIM})", "max − min selection frequency S over the {x} identities "
+                                                    "(percentage points; 0 = all chosen equally).", ""),
+    ("vignette", f"mean_abs_polarity_(?P<x>{_DIM})", "mean over the {x} identities of |polarity| = |S(high-valence "
+                                                     "terms) − S(low-valence terms)| (percentage points).", ""),
+]
+_COMPILED = [(b, re.compile(p + r"\Z"), d, doc) for b, p, d, doc in ENTRIES]
+
+
+def lookup(benchmark: str, key: str) -> tuple[str, str]:
+    """(definition, documentation file) of ``key`` in ``benchmark``; a key the table does not know
+    is described as such (never a broken link)."""
+    for b, pattern, definition, doc in _COMPILED:
+        if b == benchmark:
+            match = pattern.match(key)
+            if match:
+                x = (match.groupdict().get("x") or "")
+                x = x.replace("_", " ").title() if re.fullmatch(_RACE, x) else x.replace("_", " ")
+                return definition.replace("{x}", x), DOCS[doc or benchmark]
+    return "result key of the task (see the benchmark's documentation).", DOCS[benchmark]
+
+
+def copy_docs(root: Path) -> bool:
+    """Copy the documentation files the glossary links to into ``root/docs``; False when the package
+    is not used from a checkout (no ``docs/`` folder beside it)."""
+    if not SOURCE_DOCS.is_dir():
+        return False
+    target = root / "docs"
+    target.mkdir(parents=True, exist_ok=True)
+    for name in set(DOCS.values()):
+        if (SOURCE_DOCS / name).is_file():
+            shutil.copyfile(SOURCE_DOCS / name, target / name)
+    return True
+
+
+def doc_ref(root: Path, page_dir: Path, doc: str, key: str) -> str:
+    """``docs/<doc>#<key>``, linked relative to the page when the report folder has the file."""
+    label = f"docs/{doc}#{key}"
+    target = root / "docs" / doc
+    if target.is_file():
+        href = Path(os.path.relpath(target, page_dir)).as_posix() + "#" + key
+        return f'<a class="doc" href="{esc(href)}">{esc(label)}</a>'
+    return f'<span class="doc">{esc(label)}</span>'
+
+
+def section(used: dict[str, set[str]], root: Path, page_dir: Path) -> str:
+    """The glossary of the keys ``used`` ({benchmark: keys}) on one page."""
+    parts = ['<section id="glossary"><h2>Glossary</h2><p>Every metric key on this page, with the definition in '
+             'short and the reference of its full definition. Intervals are 95 %; how each was computed is in the '
+             'tables (column "interval") and in <code>docs/report.md</code>.</p>']
+    from lm_eval_bias.report.intervals import REASONS
+
+    reasons = "".join(f"<dt>({esc(short)})</dt><dd>{esc(why)}</dd>" for short, why in REASONS.items())
+    parts.append(f'<h3 id="no-interval">Numbers without an interval</h3><dl class="gloss">{reasons}</dl>')
+    for benchmark in ("reflect", "fact_or_fair", "cf_vqa", "vignette"):
+        keys = sorted(used.get(benchmark, ()))
+        if not keys:
+            continue
+        items = []
+        for key in keys:
+            definition, doc = lookup(benchmark, key)
+            items.append(f'<dt id="key-{esc(benchmark)}-{esc(key)}"><code>{esc_id(key)}</code></dt>'
+                         f"<dd>{esc(definition)} {doc_ref(root, page_dir, doc, key)}</dd>")
+        parts.append(f"<h3>{esc(TITLES[benchmark])}</h3><dl class=\"gloss\">{''.join(items)}</dl>")
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def used_keys(html_text: str) -> dict[str, set[str]]:
+    """{benchmark: keys} linked from ``html_text`` (the glossary lists exactly what the page shows)."""
+    found: dict[str, set[str]] = {}
+    for benchmark, key in re.findall(r'href="#key-(reflect|fact_or_fair|cf_vqa|vignette)-([A-Za-z0-9_]+)"', html_text):
+        found.setdefault(benchmark, set()).add(key)
+    return found
