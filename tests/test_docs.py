@@ -7,9 +7,6 @@
   (``reflect.FAMILIES``, ``fact_or_fair.FAMILIES``, ``cf_vqa.RESULT_KEYS``, ``vignette.result_keys``).
 - Every relative link (and image) in the README and in ``docs/*.md`` points to an existing file, and
   to an existing anchor where it names one (an explicit ``id`` or a GitHub heading slug).
-
-While ``docs/_README_draft.md`` exists it is checked as the README (its links are relative to the
-repository root, where it will live).
 """
 
 from __future__ import annotations
@@ -23,7 +20,6 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 README = ROOT / "README.md"
-README_DRAFT = DOCS / "_README_draft.md"
 
 #: task family (lm_eval_bias.samples.task_family) -> benchmark page
 FAMILY_PAGES = {"2afc": "reflect.md", "mcq": "reflect.md", "salary": "reflect.md",
@@ -40,12 +36,11 @@ _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$", re.M)
 
 
 def readme_path() -> Path:
-    """The README to check: the draft while it exists (it replaces README.md), else README.md."""
-    return README_DRAFT if README_DRAFT.is_file() else README
+    return README
 
 
 def doc_pages() -> list[Path]:
-    return sorted(p for p in DOCS.glob("*.md") if p != README_DRAFT)
+    return sorted(DOCS.glob("*.md"))
 
 
 def strip_code(text: str) -> str:
@@ -167,8 +162,6 @@ def broken_links(path: Path, base: Path) -> list[str]:
     for target in links(path):
         file_part, _, fragment = target.partition("#")
         resolved = (base / file_part).resolve() if file_part else path
-        if resolved == README.resolve() and file_part and README_DRAFT.is_file():
-            resolved = README_DRAFT  # the draft becomes README.md
         if not resolved.exists():
             problems.append(f"{target}: no file {resolved}")
         elif fragment and resolved.suffix == ".md" and fragment not in anchors(resolved):

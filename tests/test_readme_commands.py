@@ -34,9 +34,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
-_DRAFT = ROOT / "docs" / "_README_draft.md"
-if _DRAFT.is_file():  # the new README, until it replaces README.md
-    README = _DRAFT
 
 #: command (exact, else a substring that names exactly one command) -> why it is not run here
 SKIP: dict[str, str] = {
