@@ -37,6 +37,48 @@ class DataSourceError(RuntimeError):
     """A task's dataset could not be found or does not have the expected shape."""
 
 
+#: The builder command of each dataset name (``<DIR>``: the folder ``LM_EVAL_BIAS_DATA_DIR`` names).
+BUILD_COMMANDS: dict[str, str] = {
+    "focus": "lm-eval-bias build focus --source <FOCUS photos folder> --output {output}",
+    "focus_bios": "lm-eval-bias build focus-bios --source <biographies CSV/JSONL> --output {output}",
+    "fact_or_fair": "lm-eval-bias build fact-or-fair --source <authors' files folder> --output {output}",
+    "cf_vqa": "lm-eval-bias build cf-vqa --source <folder with manifest.jsonl and images> --output {output}",
+    "vignette": "lm-eval-bias build vignette --source <images folder> --lists <authors' lists folder> "
+                "--output {output}",
+}
+#: The ``--metadata`` key that points tasks at another Hub copy of a dataset.
+HUB_ID_KEYS: dict[str, str] = {"focus_bios": "bios_hub_id"}
+#: Seconds the one Hub check may take when HF_HUB_ETAG_TIMEOUT is not set (no retries either way).
+HUB_CHECK_TIMEOUT = 5.0
+
+
+def build_command(name: str, output: str | None = None) -> str:
+    """The ``lm-eval-bias build ...`` command line that writes dataset ``name`` to ``output``."""
+    output = output or f"<DIR>/{name}"
+    template = BUILD_COMMANDS.get(name, "lm-eval-bias build <dataset> --source <source> --output {output}")
+    return template.format(output=output)
+
+
+def _defaults_text() -> str:
+    return "default Hub ids: " + ", ".join(f"{n}={h}" for n, h in DEFAULT_HUB_IDS.items())
+
+
+def _dataset_name_of(location: str) -> str | None:
+    return next((n for n, h in DEFAULT_HUB_IDS.items() if h == location), None)
+
+
+def missing_dataset_message(name: str | None, hub_id: str, reason: str) -> str:
+    """One line saying that Hub dataset ``hub_id`` (dataset ``name``) could not be read and why, and
+    how to build it locally (builder command, ``LM_EVAL_BIAS_DATA_DIR``) or point tasks elsewhere."""
+    label = f"dataset {name!r}" if name else f"dataset {hub_id!r}"
+    key = HUB_ID_KEYS.get(name or "", "hub_id")
+    why = "" if os.environ.get(DATA_DIR_ENV) else f"{DATA_DIR_ENV} is not set, so "
+    return (f"{label} not found: {why}the task read the Hub dataset {hub_id!r}, which {reason}. "
+            f"Build it locally with `{build_command(name or '<dataset>')}` and set {DATA_DIR_ENV}=<DIR> "
+            f"(or point the task at your own Hub copy with --metadata '{{\"{key}\": \"<org>/<name>\"}}'); "
+            f"{_defaults_text()}")
+
+
 def resolve_dataset_location(name: str, hub_id: str | None = None) -> str:
     """Local folder or Hub id a task reads dataset ``name`` from.
 
@@ -47,9 +89,11 @@ def resolve_dataset_location(name: str, hub_id: str | None = None) -> str:
     if data_dir:
         path = Path(data_dir).expanduser() / name
         if not path.is_dir():
+            hub = hub_id or DEFAULT_HUB_IDS.get(name)
+            instead = f"; or unset {DATA_DIR_ENV} to read the Hub dataset {hub!r} instead" if hub else ""
             raise DataSourceError(
                 f"{DATA_DIR_ENV}={data_dir} is set but {path} does not exist; build it with "
-                f"`lm-eval-bias build {name.replace('_', '-')} --output {path} ...`"
+                f"`{build_command(name, str(path))}`{instead}"
             )
         return str(path.resolve())
     if hub_id:
@@ -60,6 +104,103 @@ def resolve_dataset_location(name: str, hub_id: str | None = None) -> str:
         raise DataSourceError(f"unknown dataset name {name!r}; known: {sorted(DEFAULT_HUB_IDS)}") from None
 
 
+def _datasets_setting(name: str):
+    """A ``datasets.config`` setting when ``datasets`` is loaded, else None (importing it costs ~2 s)."""
+    import sys
+
+    config = sys.modules.get("datasets.config")
+    return getattr(config, name, None) if config is not None else None
+
+
+def _in_local_hf_cache(repo_id: str) -> bool:
+    """Whether ``datasets`` (prepared) or ``huggingface_hub`` (downloaded) hold Hub dataset ``repo_id``
+    on this machine, in the folders those libraries use (``HF_DATASETS_CACHE``, ``HF_HUB_CACHE``)."""
+    import re
+
+    from huggingface_hub import constants
+
+    prepared = _datasets_setting("HF_DATASETS_CACHE") or os.getenv("HF_DATASETS_CACHE") or os.path.join(
+        os.getenv("HF_HOME", os.path.join(os.getenv("XDG_CACHE_HOME", "~/.cache"), "huggingface")), "datasets")
+    namespace, _, dataset = repo_id.rpartition("/")
+    # datasets' folder name: <namespace>___<dataset in snake case> (datasets.naming.camelcase_to_snakecase)
+    snake = re.sub(r"([a-z\d])([A-Z])", r"\1_\2", re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", dataset)).lower()
+    folders = {"___".join(filter(None, [namespace, snake])), "___".join(filter(None, [namespace, dataset]))}
+    if any((Path(prepared).expanduser() / folder).is_dir() for folder in folders):
+        return True
+    hub_folder = Path(constants.HF_HUB_CACHE).expanduser() / f"datasets--{repo_id.replace('/', '--')}"
+    return (hub_folder / "snapshots").is_dir()
+
+
+def _hub_offline() -> bool:
+    """``HF_HUB_OFFLINE`` (or ``HF_DATASETS_OFFLINE``), as ``datasets`` and ``huggingface_hub`` read it."""
+    from huggingface_hub import constants
+
+    flags = (os.environ.get(v, "") for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"))
+    return bool(_datasets_setting("HF_HUB_OFFLINE") or constants.HF_HUB_OFFLINE
+                or any(f.strip().upper() in ("1", "ON", "YES", "TRUE") for f in flags))
+
+
+def _hub_check_timeout() -> float:
+    from huggingface_hub import constants
+
+    return float(constants.HF_HUB_ETAG_TIMEOUT) if os.environ.get("HF_HUB_ETAG_TIMEOUT") else HUB_CHECK_TIMEOUT
+
+
+_HUB_CHECKED: dict[tuple[str, bool], str | None] = {}
+
+
+def check_hub_dataset(location: str, name: str | None = None) -> None:
+    """Fail fast, naming the way out, when Hub dataset ``location`` cannot be read.
+
+    ``datasets.load_dataset`` retries an unreachable Hub for ~25 s before failing. A copy in the local
+    Hugging Face cache is left to ``datasets`` (it reads it offline). Otherwise: with ``HF_HUB_OFFLINE``
+    set this raises at once; without it, one ``HfApi().dataset_info`` call, no retries, timeout
+    ``HF_HUB_ETAG_TIMEOUT`` or :data:`HUB_CHECK_TIMEOUT` s, tells whether the dataset is there."""
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    name = name or _dataset_name_of(location)
+    try:
+        validate_repo_id(location)
+    except HFValidationError:
+        what = f"dataset {name!r}" if name else "dataset"
+        raise DataSourceError(f"{what} not found: {location} is neither a folder nor a Hub dataset id; build it with "
+                              f"`{build_command(name or '<dataset>', location)}`") from None
+    key = (location, _hub_offline())
+    if key not in _HUB_CHECKED:
+        _HUB_CHECKED[key] = _hub_problem(location)
+    if _HUB_CHECKED[key]:
+        raise DataSourceError(missing_dataset_message(name, location, _HUB_CHECKED[key]))
+
+
+def _hub_problem(location: str) -> str | None:
+    from huggingface_hub.errors import HfHubHTTPError, RepositoryNotFoundError
+
+    if _in_local_hf_cache(location):
+        return None
+    if _hub_offline():
+        return "is not in the local Hugging Face cache, and HF_HUB_OFFLINE is set"
+    from huggingface_hub import HfApi
+
+    timeout = _hub_check_timeout()
+    try:
+        HfApi().dataset_info(location, timeout=timeout)
+    except RepositoryNotFoundError:
+        return ("does not exist on the Hub or is private (for a private copy, log in with `hf auth login` or set "
+                "HF_TOKEN)")
+    except HfHubHTTPError as exc:  # 401 with a bad token, 5xx ...
+        return f"is not in the local Hugging Face cache, and the Hub refused the check ({_first_line(exc)})"
+    except Exception as exc:  # noqa: BLE001 - no route, DNS, timeout, proxy: the Hub is not reachable now
+        return (f"is not in the local Hugging Face cache, and the Hub could not be reached ({_first_line(exc)}; "
+                f"one try, {timeout:g} s timeout)")
+    return None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
 _SPLIT_CACHE: dict[tuple[str, str], Any] = {}
 _CACHE_LOCK = threading.Lock()
 
@@ -68,7 +209,7 @@ def load_split(name: str, hub_id: str | None = None, split: str = "test", config
     """Load one split (of one config) of dataset ``name``, cached per process so tasks of one run
     share it. Image columns are returned undecoded (``{"bytes", "path"}``); decode through
     :class:`ImageStore`."""
-    return _load_location(resolve_dataset_location(name, hub_id), split, config)
+    return _load_location(resolve_dataset_location(name, hub_id), split, config, name=name)
 
 
 def load_location(location: str, split: str = "test", config: str | None = None):
@@ -76,10 +217,12 @@ def load_location(location: str, split: str = "test", config: str | None = None)
     return _load_location(location, split, config)
 
 
-def _load_location(location: str, split: str, config: str | None = None):
+def _load_location(location: str, split: str, config: str | None = None, name: str | None = None):
+    key = (location, split, config)
+    if key not in _SPLIT_CACHE and not Path(location).is_dir():
+        check_hub_dataset(location, name)  # before importing datasets (~2 s): a missing dataset fails fast
     import datasets
 
-    key = (location, split, config)
     with _CACHE_LOCK:
         if key not in _SPLIT_CACHE:
             try:
@@ -154,40 +297,123 @@ DEFAULT_DECODED_IMAGES = 64
 
 
 def _pooled_image_class():
-    """:class:`PIL.Image.Image` subclass whose pixels live in its store's bounded cache.
+    """:class:`PIL.Image.Image` subclass whose pixels live in a bounded pool, made again on demand.
 
-    lm-eval keeps every request's images alive until the run ends, so decoded photos handed to it
-    would all stay in memory (480 FOCUS photos at 1024 px: 1.4 GB). A pooled image is a normal RGB
-    PIL image to every reader (``getpixel``, ``convert``, ``np.asarray``, ``save``, processors): its
-    pixel core is fetched from the store on access and re-decoded from the original bytes when it
-    was evicted. It is read-only; operations return ordinary images.
+    lm-eval keeps every request's images alive until the run ends, so pixels handed to it would all
+    stay in memory (480 FOCUS photos at 1024 px: 1.4 GB; one composed VIGNETTE pair per ~6 docs:
+    ~1 MB a pair). A pooled image is a normal PIL image to every reader (``getpixel``, ``convert``,
+    ``np.asarray``, ``save``, processors) but holds no pixels itself: its pixel core is fetched from
+    its pool (``pool.core(key)``: an :class:`ImageStore` decoding photos, a :class:`PixelPool`
+    composing VIGNETTE pairs) on every access and made again when the pool evicted it.
+
+    Read-only and shared: operations return ordinary images; an in-place change (``paste``,
+    ``putpixel``, ``thumbnail``, ...) makes PIL copy the core first, and from then on this one image
+    owns its pixels (the pool's stay untouched) and loses its read-only flag, which voids its
+    request-cache tag. ``close()`` leaves a pooled image usable (other docs share it). Pickling and
+    ``copy.deepcopy`` give an image with the same pixels: a new pooled image when the pool can say how
+    to make one (``pool.rebuild(key)``: VIGNETTE pairs), else a plain image of the pixels;
+    ``copy.copy`` / ``.copy()`` give a plain image.
     """
     from PIL import Image
+    from PIL._util import DeferredError
 
     class PooledImage(Image.Image):
-        def __init__(self, store: "ImageStore", image_id: str, size: tuple[int, int]) -> None:
-            self._pool = (store, image_id)
+        def __init__(self, pool, key, size: tuple[int, int], mode: str = "RGB") -> None:
+            self._pool = (pool, key)
             super().__init__()
-            self._mode = "RGB"
-            self._size = size
+            self._mode = mode
+            self._size = tuple(size)
             self.readonly = 1
 
         @property
         def _im(self):  # type: ignore[override]
-            store, image_id = self._pool
-            return store.core(image_id)
+            own = self.__dict__.get("_im")
+            if own is not None:
+                return own
+            pool, key = self._pool
+            return pool.core(key)
 
         @_im.setter
-        def _im(self, value) -> None:  # Image.__init__ assigns None; pixels always come from the pool
-            pass
+        def _im(self, value) -> None:
+            # Image.__init__ assigns None and close() a DeferredError: the shared pixels stay. Any other
+            # core is this image's own from now on (PIL copied it for an in-place change).
+            if value is None or isinstance(value, DeferredError):
+                return
+            self.__dict__["_im"] = value
+            self._readonly = 0
+
+        @property
+        def readonly(self) -> int:  # type: ignore[override]  (Image's would fetch the pixels)
+            own = self.__dict__.get("_im")
+            return (own is not None and own.readonly) or self._readonly
+
+        @readonly.setter
+        def readonly(self, value: int) -> None:
+            self._readonly = value
+
+        @property
+        def pooled(self) -> bool:
+            """True while the pixels come from the pool (no in-place change made its own copy)."""
+            return self.__dict__.get("_im") is None
 
         def __reduce__(self):
-            return (Image.frombytes, ("RGB", self.size, self.tobytes()))
+            pool, key = self._pool
+            rebuild = getattr(pool, "rebuild", None)
+            if rebuild is not None and self.pooled:
+                return rebuild(key)
+            return (Image.frombytes, (self.mode, self.size, self.tobytes()))
 
     return PooledImage
 
 
 _POOLED = None
+
+
+def pooled_image_class():
+    """The :func:`pooled image <_pooled_image_class>` class (created once, on first use)."""
+    global _POOLED
+    if _POOLED is None:
+        _POOLED = _pooled_image_class()
+    return _POOLED
+
+
+class PixelPool:
+    """Pixel cores made on demand by ``create(key)`` (an RGB ``PIL.Image.Image``) and kept in an LRU
+    of ``capacity``: the backing store of :func:`pooled images <_pooled_image_class>`.
+
+    ``image(key, size, cache_key)`` hands out a pooled image of ``key`` that holds no pixels, tagged
+    for lm-eval's request cache with ``cache_key`` (which must determine the pixels, and is computed
+    without making them). ``rebuild`` (optional, ``key -> (callable, args)``) says how a pickled
+    image is made again in another process (lazily); without it, pickles carry the pixels.
+    ``created`` counts cores made; ``len(pool)`` is how many are alive in the cache."""
+
+    def __init__(self, create, capacity: int, rebuild=None) -> None:
+        self._create = create
+        self._cores = BoundedLRU(capacity)
+        self.rebuild = rebuild
+        self.created = 0
+
+    @property
+    def capacity(self) -> int:
+        return self._cores.capacity
+
+    def __len__(self) -> int:
+        return len(self._cores)
+
+    def core(self, key: Any):
+        """The pixel core of ``key`` (LRU-cached; made on a miss)."""
+        return self._cores.get_or_create(key, lambda: self._make(key))
+
+    def _make(self, key: Any):
+        image = self._create(key)
+        if image.mode != "RGB":
+            image = image.convert("RGB")
+        self.created += 1
+        return image.im
+
+    def image(self, key: Any, size: tuple[int, int], cache_key: str):
+        """A new pooled RGB image of ``key`` (``size`` must be the size ``create(key)`` makes)."""
+        return tag_image(pooled_image_class()(self, key, size), cache_key)
 
 
 class ImageStore:
@@ -204,9 +430,13 @@ class ImageStore:
         self._images: dict[str, Any] = {}
         self._lock = threading.RLock()
         self.source = source
-        self._decoded = BoundedLRU(max_decoded if max_decoded is not None
-                                   else os.environ.get(DECODED_IMAGES_ENV, DEFAULT_DECODED_IMAGES))
-        self.decodes = 0
+        self._pixels = PixelPool(self._decode, max_decoded if max_decoded is not None
+                                 else os.environ.get(DECODED_IMAGES_ENV, DEFAULT_DECODED_IMAGES))
+
+    @property
+    def decodes(self) -> int:
+        """How many photos were decoded (again, after an eviction, counts)."""
+        return self._pixels.created
 
     @classmethod
     def from_dataset(cls, ds, id_column: str = "image_id", image_column: str = "image", source: str = ""):
@@ -239,19 +469,16 @@ class ImageStore:
 
     def core(self, image_id: str):
         """The decoded RGB pixel core of ``image_id`` (LRU-cached)."""
-        return self._decoded.get_or_create(image_id, lambda: self._decode(image_id))
+        return self._pixels.core(image_id)
 
     def _decode(self, image_id: str):
         from PIL import Image
 
         with Image.open(io.BytesIO(self._bytes(image_id))) as opened:
-            core = opened.convert("RGB").im
-        self.decodes += 1
-        return core
+            return opened.convert("RGB")
 
     def get(self, image_id: str):
         """The RGB image ``image_id`` (the same object on every call; pixels decoded on demand)."""
-        global _POOLED
         image = self._images.get(image_id)
         if image is not None:
             return image
@@ -262,11 +489,10 @@ class ImageStore:
             if image is None:
                 with Image.open(io.BytesIO(self._bytes(image_id))) as opened:
                     size = opened.size  # header only
-                if _POOLED is None:
-                    _POOLED = _pooled_image_class()
-                image = _POOLED(self, image_id, size)
                 # keyed for lm-eval's request cache by its encoded bytes: no decode, no PNG encode
-                self._images[image_id] = tag_image(image, _cache_keys().bytes_key(self._bytes(image_id), "rgb"))
+                image = tag_image(pooled_image_class()(self, image_id, size),
+                                  _cache_keys().bytes_key(self._bytes(image_id), "rgb"))
+                self._images[image_id] = image
         return image
 
 

@@ -3,9 +3,12 @@
 The paper (Sec. 3, "Paired Images") places two people side by side in one image; upstream merged the
 two generated images side by side and resized the result to 672x336. The space is 30M+ pairs, so
 nothing here materializes it: :func:`sample_pairs` is a generator over :class:`PairSpec` (a few
-strings each) and :func:`compose_pair` draws one pair image when a doc is read, from individual
-images decoded through a small LRU cache (:class:`IndividualImages`). Memory therefore depends on
-the cache size, not on the number of pairs (``scripts/benchmark_vignette.py``).
+strings each), and :class:`PairImages` hands lm-eval one *pooled* image per pair that holds no
+pixels: :func:`compose_pair` draws them when the model reads the image, from individual images
+decoded through a small LRU cache (:class:`IndividualImages`), and keeps the last few pairs' pixels
+in a bounded pool (:class:`lm_eval_bias.data.PixelPool`). lm-eval keeps every request's images until
+the run ends, so memory would otherwise grow by ~1 MB a pair; this way it depends on the cache sizes,
+not on the number of pairs (``scripts/benchmark_vignette.py`` runs the task at 2k-100k docs).
 
 Pairing types (Table 8), always within one gender and one bias dimension, as upstream:
 
@@ -26,7 +29,9 @@ across anchors (the same two people can meet twice); each draw has its own index
 
 from __future__ import annotations
 
+import hashlib
 import io
+import os
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +41,12 @@ from lm_eval_bias.data import BoundedLRU
 
 PAIR_KINDS = ("identity", "activity", "identity_activity", "portrait")
 PAIR_SIZE = (672, 336)
+#: Version of the pixels :meth:`PairImages.compose` draws from two individual images (half decoding,
+#: scaling, :func:`compose_pair`); part of every pair image's request-cache key: bump it when they change.
+COMPOSE_VERSION = 1
+#: How many composed pairs' pixels are kept (LRU); override with LM_EVAL_BIAS_COMPOSED_PAIRS.
+COMPOSED_PAIRS_ENV = "LM_EVAL_BIAS_COMPOSED_PAIRS"
+DEFAULT_COMPOSED_PAIRS = 16
 
 
 @dataclass(frozen=True)
@@ -175,7 +186,8 @@ class IndividualImages:
     row group and at most 1,000 images per shard, so one image costs one row-group read; only an id ->
     (shard, row group) index and a few open shards (their footers) are held. A Hub id is loaded through
     ``datasets`` (memory-mapped Arrow) and indexed by row. Decoded images live in an LRU cache of
-    ``cache_size`` entries, already scaled to half a pair.
+    ``cache_size`` entries, already scaled to half a pair. :meth:`sha256` names an image's encoded
+    bytes (the builder's ``sha256`` column; hashed from the bytes where a dataset lacks it).
     """
 
     def __init__(self, location: str, cache_size: int = 256, half_size: tuple[int, int] = (336, 336),
@@ -186,6 +198,7 @@ class IndividualImages:
         self._handles = BoundedLRU(open_shards)
         self._shards: list[Path] = []
         self._index: dict[str, tuple[int, int, int]] = {}  # id -> (shard, row group, row in group)
+        self._sha256: dict[str, str] = {}  # id -> sha256 of the encoded bytes
         self._rows = None
         folder = Path(location)
         if folder.is_dir():
@@ -198,7 +211,11 @@ class IndividualImages:
                 raise DataSourceError(f"{folder / 'data'}: no test-*.parquet shards of the vignette images")
             for f, shard in enumerate(self._shards):
                 handle = pq.ParquetFile(shard)
-                ids = handle.read(columns=["image_id"]).column(0).to_pylist()
+                with_sha = "sha256" in handle.schema_arrow.names
+                table = handle.read(columns=["image_id", "sha256"] if with_sha else ["image_id"])
+                ids = table.column(0).to_pylist()
+                if with_sha:
+                    self._sha256.update(zip(ids, table.column(1).to_pylist()))
                 k = 0
                 for rg in range(handle.num_row_groups):
                     for row in range(handle.metadata.row_group(rg).num_rows):
@@ -210,6 +227,8 @@ class IndividualImages:
 
             self._rows = data.load_location(location)
             self._index = {image_id: (-1, k, 0) for k, image_id in enumerate(self._rows["image_id"])}
+            if "sha256" in self._rows.column_names:
+                self._sha256 = dict(zip(self._rows["image_id"], self._rows["sha256"]))
 
     def __contains__(self, image_id: str) -> bool:
         return image_id in self._index
@@ -232,6 +251,13 @@ class IndividualImages:
         if f < 0:
             return self._rows[rg]["image"]["bytes"]
         return self._handle(f).read_row_group(rg, columns=["image"]).column(0)[row].as_py()["bytes"]
+
+    def sha256(self, image_id: str) -> str:
+        """SHA-256 (hex) of the encoded bytes of ``image_id``, without decoding it."""
+        digest = self._sha256.get(image_id)
+        if digest is None:
+            digest = self._sha256[image_id] = hashlib.sha256(self.encoded(image_id)).hexdigest()
+        return digest
 
     def half(self, image_id: str):
         """The image decoded, RGB, scaled to ``half_size`` (cached)."""
@@ -266,3 +292,51 @@ def compose_pair(left, right, size: tuple[int, int] = PAIR_SIZE):
     if canvas.size != tuple(size):
         canvas = canvas.resize(tuple(size), Image.Resampling.BICUBIC)
     return canvas
+
+
+class PairImages:
+    """Pair images of one ``vignette`` dataset for lm-eval: pooled images composed on demand.
+
+    :meth:`image` returns, without composing anything, a :func:`pooled image
+    <lm_eval_bias.data._pooled_image_class>` of the pair (left, right) whose pixels come from a
+    :class:`~lm_eval_bias.data.PixelPool` keyed by ``(left, right)``: composed (:meth:`compose`) when a
+    model reads the image and kept for the ``cache_size`` most recent pairs (default 16, env
+    ``LM_EVAL_BIAS_COMPOSED_PAIRS``), composed again if evicted. The image objects handed out for the
+    most recent pairs are reused, so the questions of one pair share one object. Each is tagged for
+    lm-eval's request cache with :meth:`cache_key`, from the two images' encoded-bytes hashes,
+    :data:`COMPOSE_VERSION` and the sizes: no composing or pixel hashing to key a request.
+    ``rebuild`` (``(left, right) -> (callable, args)``) makes pickles lazy (see ``PixelPool``).
+    """
+
+    def __init__(self, individual: IndividualImages, size: tuple[int, int] = PAIR_SIZE,
+                 cache_size: int | None = None, rebuild=None, handed_out: int = 64) -> None:
+        from lm_eval_bias.data import PixelPool
+
+        self.individual = individual
+        self.size = (int(size[0]), int(size[1]))
+        if cache_size is None:
+            cache_size = int(os.environ.get(COMPOSED_PAIRS_ENV, DEFAULT_COMPOSED_PAIRS))
+        self.pool = PixelPool(lambda key: self.compose(*key), cache_size, rebuild=rebuild)
+        self._handed_out = BoundedLRU(handed_out)
+
+    def compose(self, left: str, right: str):
+        """The pair image (left, right), composed now: a plain RGB image of :attr:`size`."""
+        pair = compose_pair(self.individual.half(left), self.individual.half(right), self.size)
+        if pair.size != self.size:  # compose_pair always resizes to `size`; the pooled image declares it
+            raise ValueError(f"composed pair is {pair.size}, expected {self.size}")
+        return pair
+
+    def cache_key(self, left: str, right: str) -> str:
+        """Request-cache key that determines the pixels of the pair (left, right)."""
+        from lm_eval_bias.backends.cache_keys import bytes_key
+
+        half = self.individual.half_size
+        transform = f"vignette-pair{COMPOSE_VERSION}-{self.size[0]}x{self.size[1]}-half{half[0]}x{half[1]}"
+        return bytes_key(f"{self.individual.sha256(left)}|{self.individual.sha256(right)}".encode(), transform)
+
+    def image(self, left: str, right: str, shared: bool = True):
+        """The pooled pair image (the same object for a recent pair unless ``shared=False``)."""
+        key = (left, right)
+        if not shared:
+            return self.pool.image(key, self.size, self.cache_key(left, right))
+        return self._handed_out.get_or_create(key, lambda: self.pool.image(key, self.size, self.cache_key(left, right)))

@@ -1,17 +1,23 @@
 #!/usr/bin/env python
-"""VIGNETTE scale benchmark: sample and compose N pairs (default 1,000,000) from a synthetic set of the
-real list sizes, streaming, and report peak RSS and the per-pair costs.
+"""VIGNETTE scale benchmark: ``vignette_decision`` run through lm-eval's ``simple_evaluate`` with the
+``bias-probe`` model, at several sizes, one process per size; reports peak RSS and ms per doc.
 
-The synthetic set has the upstream sizes (167 + 162 identities in the 8 dimensions, 75 activities,
-30 SSCM pairs) unless ``--lists DIR`` points at real lists; every identity x activity image and every
-portrait exists (25,004 images of ``--image-size`` px), built with the real builder. Then:
+The synthetic set has the upstream sizes (167 + 162 identities in the 8 dimensions, 75 activities
+with decision questions, 30 SSCM pairs) unless ``--lists DIR`` points at real lists; every identity x
+activity image and every portrait exists (25,004 images of ``--image-size`` px), built once with the
+real builder (``--workdir`` keeps it). Each size is a fresh Python process that runs the task exactly
+as ``lm-eval-bias run`` does (``LMEVAL_HASHMM=0``, ``log_samples=True``; no bootstrap); ``bias-probe``
+reads the colour markers of every pair image, so every pair is really composed. The number of docs
+is set with ``--metadata pairs_per_identity``: each sampled identity-contrast pair gives 6 decision
+docs, one draw per identity gives 1,974 docs (329 identities), so ``--docs 2000,16000,100000`` runs
+1,974, 15,792 and 100,674 docs (``--limit`` is not used: lm-eval builds every doc anyway).
 
-1. sampling: ``vignette_pairs.sample_pairs`` (identity contrast) draws N pairs lazily;
-2. composing: every sampled pair is read and composed (``IndividualImages.half`` + ``compose_pair``,
-   exactly what ``doc_to_image`` does) and dropped, as a streaming reader would;
-3. doc building: the ``vignette_decision`` docs of the first ``--docs-pairs`` pairs.
+Reported per size: docs, peak RSS (``ru_maxrss`` of the run's process), ms per doc over the whole
+``simple_evaluate`` call (wall and CPU time: the machine may be shared), and how many pairs were
+composed / how many composed pixel buffers are alive. ``--task vignette_decision_textonly`` runs the
+same docs without images: lm-eval's own per-doc memory, the floor of the image task.
 
-Usage: ``python scripts/benchmark_vignette.py [--pairs 1000000] [--workdir DIR] [--json OUT]``.
+Usage: ``python scripts/benchmark_vignette.py [--docs 2000,16000,100000] [--task T] [--workdir DIR] [--json OUT]``.
 """
 
 from __future__ import annotations
@@ -19,7 +25,9 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -33,10 +41,18 @@ SIZES = {"male": {"socioeconomic": 54, "physical_traits": 40, "nationality": 26,
          "female": {"socioeconomic": 54, "physical_traits": 37, "nationality": 26, "race_ethnicity_color": 14,
                     "religion": 12, "ability": 10, "age": 9}}
 N_ACTIVITIES, N_TERM_PAIRS = 75, 30
+IDENTITIES = sum(sum(d.values()) for d in SIZES.values())  # 329
+DECISION_QUESTIONS = 6  # per activity: ability, sociability, morality, agency, status, appearance
+TASK = "vignette_decision"  # the largest image paradigm per pair; --task vignette_decision_textonly: same docs, no image
 
 
 def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def write_real_size_lists(folder: Path) -> Path:
@@ -79,70 +95,88 @@ def write_images(lists_dir: Path, folder: Path, size: int) -> int:
     return n
 
 
+def build(work: Path, lists: str | None, image_size: int) -> dict:
+    """The synthetic dataset under ``work/data/vignette`` (built once)."""
+    out = work / "data" / "vignette"
+    if out.is_dir():
+        return {}
+    from lm_eval_bias.datasets_builder.vignette import build_vignette
+
+    lists_dir = Path(lists) if lists else write_real_size_lists(work / "lists")
+    t = time.perf_counter()
+    n_images = write_images(lists_dir, work / "src", image_size)
+    build_vignette(work / "src", lists_dir, out)
+    return {"build_s": round(time.perf_counter() - t, 1), "images": n_images}
+
+
+def run_one(work: Path, pairs_per_identity: int, task: str = TASK) -> dict:
+    """One run of ``task`` through lm-eval in this process (call in a fresh process)."""
+    os.environ["LM_EVAL_BIAS_DATA_DIR"] = str(work / "data")
+    os.environ.setdefault("LMEVAL_HASHMM", "0")  # as `lm-eval-bias run` sets it
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+    os.environ["LM_EVAL_BIAS_BOOTSTRAP_ITERS"] = "0"
+    import logging
+
+    logging.disable(logging.WARNING)
+    from lm_eval import simple_evaluate
+
+    import lm_eval_bias
+
+    rss_start = peak_rss_mb()
+    t, cpu = time.perf_counter(), cpu_s()
+    results = simple_evaluate(model="bias-probe", tasks=[task], bootstrap_iters=0, log_samples=True,
+                              task_manager=lm_eval_bias.task_manager(metadata={"pairs_per_identity": pairs_per_identity}))
+    wall, cpu = time.perf_counter() - t, cpu_s() - cpu
+    docs = results["n-samples"][task]["effective"]
+    valid = results["results"][task]["valid_rate,none"]
+    report = {"task": task, "pairs_per_identity": pairs_per_identity, "docs": docs, "peak_rss_mb": round(peak_rss_mb()),
+              "rss_after_imports_mb": round(rss_start), "wall_s": round(wall, 1),
+              "ms_per_doc": round(wall / docs * 1e3, 2), "cpu_ms_per_doc": round(cpu / docs * 1e3, 2),
+              "valid_rate": valid}
+    from lm_eval_bias.tasks import vignette
+
+    pairs = getattr(vignette, "pair_images_stats", None)  # composed-pair pool (absent before the pooled pairs)
+    if pairs is not None:
+        report.update(pairs())
+    return report
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pairs", type=int, default=1_000_000)
+    parser.add_argument("--docs", default="2000,16000,100000",
+                        help="comma-separated doc counts (rounded to whole draws per identity: 1,974 docs each)")
+    parser.add_argument("--task", default=TASK, help="vignette_decision (default) or another vignette_* task")
     parser.add_argument("--image-size", type=int, default=64)
     parser.add_argument("--lists", default=None, help="real list folder (default: synthetic lists of the real sizes)")
     parser.add_argument("--workdir", default=None, help="reuse/keep the built dataset here")
-    parser.add_argument("--docs-pairs", type=int, default=20_000)
     parser.add_argument("--json", default=None)
+    parser.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)  # child: pairs_per_identity
     args = parser.parse_args(argv)
 
-    from datasets_builder.vignette import build_vignette
-    from lm_eval_bias.tasks import vignette
-    from lm_eval_bias.vignette_pairs import IndividualImages, compose_pair, sample_pairs
+    if args.one is not None:  # child process: one run, JSON on the last line of stdout
+        print(json.dumps(run_one(Path(args.workdir), args.one, args.task)), flush=True)
+        return 0
 
     work = Path(args.workdir or tempfile.mkdtemp(prefix="vignette-bench-"))
-    out = work / "data" / "vignette"
-    report: dict = {}
-    if not out.is_dir():
-        lists_dir = Path(args.lists) if args.lists else write_real_size_lists(work / "lists")
-        t = time.perf_counter()
-        n_images = write_images(lists_dir, work / "src", args.image_size)
-        build_vignette(work / "src", lists_dir, out)
-        report["build_s"] = round(time.perf_counter() - t, 1)
-        report["images"] = n_images
-    vd = vignette.VignetteData(str(out))
-    identities = len(vd.catalog.dimension)
-    per_identity = -(-args.pairs // identities)
-    report.update(identities=identities, activities=len(vd.activities), per_identity=per_identity,
-                  rss_after_load_mb=round(peak_rss_mb()))
-
-    t = time.perf_counter()
-    n = sum(1 for _ in sample_pairs(vd.catalog, "identity", per_identity))
-    report["sampled_pairs"] = n
-    report["sampling_us_per_pair"] = round((time.perf_counter() - t) / n * 1e6, 2)
-    report["rss_after_sampling_mb"] = round(peak_rss_mb())
-
-    store = IndividualImages(str(out))
-    t = time.perf_counter()
-    composed = 0
-    for spec in sample_pairs(vd.catalog, "identity", per_identity):
-        left = store.half(vignette.image_id(spec.gender, spec.left.descriptor, spec.left.activity))
-        right = store.half(vignette.image_id(spec.gender, spec.right.descriptor, spec.right.activity))
-        image = compose_pair(left, right)
-        composed += 1
-        if composed % 100_000 == 0:
-            print(f"  composed {composed:,} pairs, {(time.perf_counter() - t) / composed * 1e3:.2f} ms/pair, "
-                  f"peak RSS {peak_rss_mb():.0f} MB", flush=True)
-    del image
-    report["composed_pairs"] = composed
-    report["compose_ms_per_pair"] = round((time.perf_counter() - t) / composed * 1e3, 3)
-    report["rss_after_composing_mb"] = round(peak_rss_mb())
-
-    t = time.perf_counter()
-    docs = 0
-    for k, spec in enumerate(sample_pairs(vd.catalog, "identity", per_identity, activities=None)):
-        if k >= args.docs_pairs:
-            break
-        docs += len(vignette.docs_for_pair("decision", spec, vd, 0))
-    report["decision_docs"] = docs
-    report["doc_build_us_per_doc"] = round((time.perf_counter() - t) / max(docs, 1) * 1e6, 1)
-    report["peak_rss_mb"] = round(peak_rss_mb())
-
-    for key, value in report.items():
-        print(f"{key:>26}: {value}")
+    report: dict = {"workdir": str(work), **build(work, args.lists, args.image_size), "runs": []}
+    per_doc_draw = IDENTITIES * DECISION_QUESTIONS  # docs per draw per identity (decision paradigms)
+    for target in (int(x) for x in args.docs.split(",") if x.strip()):
+        draws = max(1, round(target / per_doc_draw))
+        proc = subprocess.run([sys.executable, __file__, "--workdir", str(work), "--one", str(draws), "--task", args.task],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            print(proc.stderr[-3000:], file=sys.stderr)
+            report["runs"].append({"pairs_per_identity": draws, "error": f"exit {proc.returncode}"})
+            continue
+        run = json.loads(proc.stdout.strip().splitlines()[-1])
+        report["runs"].append(run)
+        print(f"  {run['docs']:>7,} docs: peak RSS {run['peak_rss_mb']:>6,} MB, {run['ms_per_doc']:.2f} ms/doc wall, "
+              f"{run['cpu_ms_per_doc']:.2f} ms/doc CPU ({run['wall_s']} s)", flush=True)
+    print("\n| docs | peak RSS (MB) | ms/doc (wall) | ms/doc (CPU) |\n|---:|---:|---:|---:|")
+    for run in report["runs"]:
+        if "error" not in run:
+            print(f"| {run['docs']:,} | {run['peak_rss_mb']:,} | {run['ms_per_doc']:.2f} | {run['cpu_ms_per_doc']:.2f} |")
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2))
     return 0

@@ -7,9 +7,11 @@ in text), both on exactly the pairs of ``vignette_decision`` so the comparisons 
 Sec. 7.4 are paired.
 
 Docs are built from a seeded, stratified pair sample (:mod:`lm_eval_bias.vignette_pairs`); every doc
-carries the ids of its two individual images and the pair image is composed when lm-eval reads the
-doc. Budgets are *draws per identity* per pairing type (``DEFAULT_BUDGET``; override all of them with
-``--metadata '{"pairs_per_identity": N}'``, the sample with ``"seed"``). Option order is shuffled per
+carries the ids of its two individual images, and ``doc_to_image`` hands lm-eval a pooled pair image
+that holds no pixels: the pair is composed when the model reads it, and only the last few pairs'
+pixels are kept (:class:`lm_eval_bias.vignette_pairs.PairImages`), so image memory stays flat however
+many docs a run has. Budgets are *draws per identity* per pairing type (``DEFAULT_BUDGET``; override
+all of them with ``--metadata '{"pairs_per_identity": N}'``, the sample with ``"seed"``). Option order is shuffled per
 doc (seeded by the doc id); the answer is parsed by :func:`lm_eval_bias.parsing.parse_choice`.
 
 Prompt layout (image first, then one question, then lettered options)::
@@ -27,7 +29,6 @@ from __future__ import annotations
 import json
 import random
 import threading
-from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Callable
 
@@ -35,7 +36,7 @@ from lm_eval_bias import data
 from lm_eval_bias.parsing import ResponseStatus, parse_choice
 from lm_eval_bias.tasks.aggregation import AggregationFamily
 from lm_eval_bias.tasks.extraction import is_lenient, mode_of, tag_docs
-from lm_eval_bias.vignette_pairs import Catalog, IndividualImages, PairSpec, compose_pair, sample_pairs
+from lm_eval_bias.vignette_pairs import Catalog, IndividualImages, PairImages, PairSpec, sample_pairs
 from lm_eval_bias.vignette_schema import DIMENSIONS, image_id
 
 PARADIGMS = ("factuality", "perception", "stereotype", "decision", "decision_positional", "decision_textonly")
@@ -106,6 +107,7 @@ def _image_metadata(location: str) -> list[dict[str, Any]]:
 
 _DATA: dict[str, VignetteData] = {}
 _IMAGES: dict[str, IndividualImages] = {}
+_PAIRS: dict[str, PairImages] = {}
 _LOCK = threading.Lock()
 
 
@@ -121,6 +123,30 @@ def individual_images(location: str) -> IndividualImages:
         if location not in _IMAGES:
             _IMAGES[location] = IndividualImages(location)
         return _IMAGES[location]
+
+
+def pair_images(location: str) -> PairImages:
+    """The process-wide pooled pair images of the dataset at ``location``."""
+    with _LOCK:
+        pairs = _PAIRS.get(location)
+    if pairs is None:
+        made = PairImages(individual_images(location), rebuild=lambda key: (_pair_image, (location, *key)))
+        with _LOCK:
+            pairs = _PAIRS.setdefault(location, made)
+    return pairs
+
+
+def _pair_image(location: str, left: str, right: str):
+    """A pickled pair image, made again (lazily) in the process that unpickles it."""
+    return pair_images(location).image(left, right, shared=False)
+
+
+def pair_images_stats() -> dict[str, int]:
+    """Composed-pair pools of this process: pairs composed, pixel buffers alive, pool capacity."""
+    with _LOCK:
+        pools = [p.pool for p in _PAIRS.values()]
+    return {"pairs_composed": sum(p.created for p in pools), "pair_buffers_alive": sum(len(p) for p in pools),
+            "pair_buffers_max": sum(p.capacity for p in pools)}
 
 
 # -- docs ---------------------------------------------------------------------------------------------
@@ -252,25 +278,13 @@ def doc_to_text(doc: dict[str, Any]) -> str:
     return f"{head}\n{doc['question']}\nOptions:\n{options}\n{INSTRUCTION}"
 
 
-_COMPOSED: OrderedDict[tuple[str, str, str], Any] = OrderedDict()
-
-
 def doc_to_image(doc: dict[str, Any]) -> list:
-    """The pair image, composed now (the questions of one pair share one composed image)."""
+    """The pair image as a pooled image: no pixels until the model reads it, composed then and kept
+    only in a bounded pool; the questions of one pair share one object. Tagged (``data.tag_image``)
+    for lm-eval's request cache with a key from the two images' bytes, so keying composes nothing."""
     if not doc["images_from"]:
         return []
-    key = (doc["images_from"], doc["left_image"], doc["right_image"])
-    with _LOCK:
-        image = _COMPOSED.get(key)
-    if image is None:
-        store = individual_images(doc["images_from"])
-        # keyed by its pixels once, for lm-eval's request cache (not per request)
-        image = data.tag_image(compose_pair(store.half(doc["left_image"]), store.half(doc["right_image"])))
-        with _LOCK:
-            _COMPOSED[key] = image
-            while len(_COMPOSED) > 8:
-                _COMPOSED.popitem(last=False)
-    return [image]
+    return [pair_images(doc["images_from"]).image(doc["left_image"], doc["right_image"])]
 
 
 # -- results ------------------------------------------------------------------------------------------
