@@ -79,6 +79,24 @@ class PairOutcome:
     winner: int | None
 
 
+def _ab_ba_pairs(calls: Iterable):
+    """(template, pair_id, AB call, BA call, either call, i, j) per pair of AB/BA ``calls`` (2AFC calls
+    or scores): i is the group shown as A in the AB order; a missing order is None. Two calls of one
+    order, or a BA call that does not swap the AB call's images, are errors."""
+    by_pair: dict[tuple[str, str], dict[str, object]] = defaultdict(dict)
+    for call in calls:
+        slot = by_pair[(call.template, call.pair_id)]
+        if call.order in slot:
+            raise ValueError(f"{call.template} {call.pair_id}: two {call.order} calls")
+        slot[call.order] = call
+    for (template, pair_id), slot in by_pair.items():
+        ab, ba = slot.get("AB"), slot.get("BA")
+        if ab is not None and ba is not None and (ba.group_a, ba.group_b) != (ab.group_b, ab.group_a):
+            raise ValueError(f"{template} {pair_id}: BA call does not swap the AB call's images")
+        i, j = (ab.group_a, ab.group_b) if ab is not None else (ba.group_b, ba.group_a)
+        yield template, pair_id, ab, ba, ab or ba, i, j
+
+
 def resolve_swaps(calls: Iterable[TwoAFCCall]) -> list[PairOutcome]:
     """Resolve AB/BA calls into pair outcomes (Sec. 4.1 retention rule).
 
@@ -86,19 +104,8 @@ def resolve_swaps(calls: Iterable[TwoAFCCall]) -> list[PairOutcome]:
     if either is invalid, ``swap_inconsistent`` if the two valid answers pick different images, and
     ``retained`` (with the winning group) otherwise.
     """
-    by_pair: dict[tuple[str, str], dict[str, TwoAFCCall]] = defaultdict(dict)
-    for call in calls:
-        slot = by_pair[(call.template, call.pair_id)]
-        if call.order in slot:
-            raise ValueError(f"{call.template} {call.pair_id}: two {call.order} calls")
-        slot[call.order] = call
     outcomes = []
-    for (template, pair_id), slot in by_pair.items():
-        ab, ba = slot.get("AB"), slot.get("BA")
-        if ab is not None and ba is not None and (ba.group_a, ba.group_b) != (ab.group_b, ab.group_a):
-            raise ValueError(f"{template} {pair_id}: BA call does not swap the AB call's images")
-        first = ab or ba
-        i, j = (ab.group_a, ab.group_b) if ab is not None else (ba.group_b, ba.group_a)
+    for template, pair_id, ab, ba, first, i, j in _ab_ba_pairs(calls):
         if ab is None or ba is None:
             outcomes.append(PairOutcome(template, first.occupation, pair_id, i, j, "incomplete", None))
             continue
@@ -427,19 +434,8 @@ class PairPreference:
 def pair_preferences(scores: Iterable[TwoAFCScore]) -> list[PairPreference]:
     """AB/BA scores of each pair combined into pref_i (:func:`swap_averaged_preference`) and the
     expected swap consistency; a pair lacking one order is kept with None (incomplete)."""
-    by_pair: dict[tuple[str, str], dict[str, TwoAFCScore]] = defaultdict(dict)
-    for s in scores:
-        slot = by_pair[(s.template, s.pair_id)]
-        if s.order in slot:
-            raise ValueError(f"{s.template} {s.pair_id}: two {s.order} calls")
-        slot[s.order] = s
     out = []
-    for (template, pair_id), slot in by_pair.items():
-        ab, ba = slot.get("AB"), slot.get("BA")
-        if ab is not None and ba is not None and (ba.group_a, ba.group_b) != (ab.group_b, ab.group_a):
-            raise ValueError(f"{template} {pair_id}: BA call does not swap the AB call's images")
-        first = ab or ba
-        i, j = (ab.group_a, ab.group_b) if ab is not None else (ba.group_b, ba.group_a)
+    for template, pair_id, ab, ba, first, i, j in _ab_ba_pairs(scores):
         if ab is None or ba is None:
             out.append(PairPreference(template, first.occupation, pair_id, i, j, None, None))
             continue
