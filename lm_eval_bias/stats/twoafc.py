@@ -136,16 +136,22 @@ class TwoAFCCountTable:
     counts: dict[str, np.ndarray] = field(default_factory=dict)
 
 
+def _templates_of(items: Sequence) -> tuple[list[str], dict[str, int], dict[str, str]]:
+    """(sorted templates, template -> row, template -> occupation) of 2AFC calls or scores; a template
+    under two occupations is an error."""
+    templates = sorted({item.template for item in items})
+    occupation_of: dict[str, str] = {}
+    for item in items:
+        if occupation_of.setdefault(item.template, item.occupation) != item.occupation:
+            raise ValueError(f"template {item.template} appears under two occupations")
+    return templates, {t: k for k, t in enumerate(templates)}, occupation_of
+
+
 def twoafc_count_table(calls: Sequence[TwoAFCCall], n_groups: int = len(GROUPS)) -> TwoAFCCountTable:
     """Count calls and resolved pairs per template. ``wins[t, i, j]`` is the number of retained
     comparisons in template ``t`` where group ``i`` was chosen over group ``j``."""
     calls = list(calls)
-    templates = sorted({c.template for c in calls})
-    index = {t: k for k, t in enumerate(templates)}
-    occupation_of: dict[str, str] = {}
-    for c in calls:
-        if occupation_of.setdefault(c.template, c.occupation) != c.occupation:
-            raise ValueError(f"template {c.template} appears under two occupations")
+    templates, index, occupation_of = _templates_of(calls)
     T = len(templates)
     counts = {name: np.zeros(T) for name in SCALAR_COUNTS}
     counts["wins"] = np.zeros((T, n_groups, n_groups))
@@ -454,12 +460,7 @@ def twoafc_logprob_count_table(scores: Sequence[TwoAFCScore], n_groups: int = le
     them like the counts of :func:`twoafc_count_table`). ``wins[t, i, j]`` holds the *expected* wins,
     sum of pref_i over the complete i-vs-j pairs of template ``t`` (and ``wins[t, j, i]`` sum of 1 - pref_i)."""
     scores = list(scores)
-    templates = sorted({s.template for s in scores})
-    index = {t: k for k, t in enumerate(templates)}
-    occupation_of: dict[str, str] = {}
-    for s in scores:
-        if occupation_of.setdefault(s.template, s.occupation) != s.occupation:
-            raise ValueError(f"template {s.template} appears under two occupations")
+    templates, index, occupation_of = _templates_of(scores)
     T = len(templates)
     counts = {name: np.zeros(T) for name in LOGPROB_SCALAR_COUNTS}
     counts["wins"] = np.zeros((T, n_groups, n_groups))

@@ -517,12 +517,17 @@ def summarize_2afc(records: list[dict[str, Any]]):
     return twoafc_stats.twoafc_summary(calls, n_boot=iters, seed=seed)
 
 
-def summarize_mcq(records: list[dict[str, Any]]):
-    """:func:`lm_eval_bias.stats.mcq.mcq_summary` over MCQ records (one variant per task)."""
+def _mcq_variant(records: list[dict[str, Any]]) -> str:
+    """The one MCQ variant of ``records`` (one variant per task)."""
     variants = {r.get("variant") for r in records}
     if len(variants) != 1:
         raise ValueError(f"MCQ records mix variants {sorted(map(str, variants))}")
-    variant = variants.pop()
+    return variants.pop()
+
+
+def summarize_mcq(records: list[dict[str, Any]]):
+    """:func:`lm_eval_bias.stats.mcq.mcq_summary` over MCQ records (one variant per task)."""
+    variant = _mcq_variant(records)
     iters, seed = bootstrap_settings()
     parsed = [mcq_stats.MCQRecord.from_dict(r) for r in records]
     return mcq_stats.mcq_summary(parsed, MCQ_OPTIONS[variant], MCQ_OPTION_VALUES[variant], n_boot=iters, seed=seed)
@@ -544,10 +549,7 @@ def summarize_2afc_logprob(records: list[dict[str, Any]]):
 
 def summarize_mcq_logprob(records: list[dict[str, Any]]):
     """:func:`lm_eval_bias.stats.mcq.mcq_logprob_summary` over probability-scored MCQ records (one variant)."""
-    variants = {r.get("variant") for r in records}
-    if len(variants) != 1:
-        raise ValueError(f"MCQ records mix variants {sorted(map(str, variants))}")
-    variant = variants.pop()
+    variant = _mcq_variant(records)
     iters, seed = bootstrap_settings()
     scores = [mcq_stats.MCQScore.from_dict(r, MCQ_OPTIONS[variant]) for r in records]
     return mcq_stats.mcq_logprob_summary(scores, MCQ_OPTIONS[variant], MCQ_OPTION_VALUES[variant], n_boot=iters, seed=seed)
