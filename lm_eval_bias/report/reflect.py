@@ -68,7 +68,7 @@ def group_rates(run: TaskRun) -> tuple[dict[str, float], dict[str, tuple[float, 
         return run.cache["group_rates"]
     from lm_eval_bias.stats import twoafc
     from lm_eval_bias.stats.bootstrap import template_bootstrap
-    from lm_eval_bias.tasks.reflect import bootstrap_settings
+    from lm_eval_bias.tasks.aggregation import bootstrap_settings
 
     if run.task.endswith("_logprob"):
         table = twoafc.twoafc_logprob_count_table([twoafc.TwoAFCScore.from_dict(r) for r in run.records])

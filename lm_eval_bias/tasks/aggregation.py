@@ -9,7 +9,14 @@ function per result key, named by :func:`aggregation_name` (the YAMLs reference 
 
 from __future__ import annotations
 
+import os
 from typing import Any, Callable
+
+#: Resampling settings shared by every benchmark's aggregations (lm-eval passes no task config to
+#: aggregation functions, so they come from the environment).
+BOOTSTRAP_ITERS_ENV = "LM_EVAL_BIAS_BOOTSTRAP_ITERS"
+BOOTSTRAP_SEED_ENV = "LM_EVAL_BIAS_BOOTSTRAP_SEED"
+NULL_ITERS_ENV = "LM_EVAL_BIAS_NULL_ITERS"
 
 _memo: dict[tuple, Any] = {}
 
@@ -59,3 +66,31 @@ class AggregationFamily:
     def records_for(self, record: dict) -> dict[str, dict]:
         """``process_results`` return value: the doc's record under every key."""
         return {key: record for key in self.keys}
+
+
+def _int_env(name: str, default: int) -> int:
+    raw = os.environ.get(name, str(default))
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be an integer, got {raw!r}") from None
+    return value
+
+
+def bootstrap_settings() -> tuple[int, int]:
+    """(iterations, seed) of the cluster bootstrap behind every interval (default 1000, 1234; 0 disables)."""
+    iters = _int_env(BOOTSTRAP_ITERS_ENV, 1000)
+    seed = _int_env(BOOTSTRAP_SEED_ENV, 1234)
+    if iters < 0:
+        raise ValueError(f"{BOOTSTRAP_ITERS_ENV} must be >= 0, got {iters}")
+    return iters, seed
+
+
+def null_settings() -> tuple[int, int]:
+    """(permutations, seed) of the permutation nulls behind null floors and chance tests
+    (``LM_EVAL_BIAS_NULL_ITERS``, default 1000; 0 disables; seed shared with the bootstrap)."""
+    iters = _int_env(NULL_ITERS_ENV, 1000)
+    seed = _int_env(BOOTSTRAP_SEED_ENV, 1234)
+    if iters < 0:
+        raise ValueError(f"{NULL_ITERS_ENV} must be >= 0, got {iters}")
+    return iters, seed

@@ -21,7 +21,6 @@ ask the same docs and prompts as ``multiple_choice`` over the answer letters; th
 
 from __future__ import annotations
 
-import os
 from collections import defaultdict
 from typing import Any, Callable
 
@@ -32,7 +31,7 @@ from lm_eval_bias.tasks.extraction import is_lenient, mode_of, tag_docs
 from lm_eval_bias.stats import mcq as mcq_stats
 from lm_eval_bias.stats import salary as salary_stats
 from lm_eval_bias.stats import twoafc as twoafc_stats
-from lm_eval_bias.tasks.aggregation import AggregationFamily
+from lm_eval_bias.tasks.aggregation import AggregationFamily, bootstrap_settings
 from lm_eval_bias.tasks.sharding import select_shard
 
 # --------------------------------------------------------------------------------------------------
@@ -494,22 +493,6 @@ def process_results_mcq_logprob(doc: dict[str, Any], results: list) -> dict[str,
 # --------------------------------------------------------------------------------------------------
 # Aggregations: one memoised summary per task, one small function per result key.
 # --------------------------------------------------------------------------------------------------
-BOOTSTRAP_ITERS_ENV = "LM_EVAL_BIAS_BOOTSTRAP_ITERS"
-BOOTSTRAP_SEED_ENV = "LM_EVAL_BIAS_BOOTSTRAP_SEED"
-
-
-def bootstrap_settings() -> tuple[int, int]:
-    """(iterations, seed) of the template-cluster bootstrap, from the environment."""
-    try:
-        iters = int(os.environ.get(BOOTSTRAP_ITERS_ENV, "1000"))
-        seed = int(os.environ.get(BOOTSTRAP_SEED_ENV, "1234"))
-    except ValueError as exc:
-        raise ValueError(f"{BOOTSTRAP_ITERS_ENV} and {BOOTSTRAP_SEED_ENV} must be integers: {exc}") from None
-    if iters < 0:
-        raise ValueError(f"{BOOTSTRAP_ITERS_ENV} must be >= 0, got {iters}")
-    return iters, seed
-
-
 def summarize_2afc(records: list[dict[str, Any]]):
     """:func:`lm_eval_bias.stats.twoafc.twoafc_summary` over logged/returned 2AFC records."""
     iters, seed = bootstrap_settings()
