@@ -2,7 +2,7 @@
 
 - Every result key of every task has an explicit HTML anchor (``<a id="<key>"></a>``) in its
   benchmark's page, because the HTML report links each metric key to ``docs/<benchmark>.md#<key>``
-  (``lm_eval_bias.report.glossary``). ``<key>_stderr`` shares the anchor of ``<key>``. The keys come
+  (``lm_eval_bias.report.glossary``). Derived keys (``<key>_stderr``, ``_ci_low``, ``_ci_high``, ``_null``, ``_p_null``, ``_holm``) share the anchor of ``<key>``. The keys come
   from the code: the task YAMLs (``generate_yamls.render``) and the families behind them
   (``reflect.FAMILIES``, ``fact_or_fair.FAMILIES``, ``cf_vqa.RESULT_KEYS``, ``vignette.result_keys``).
 - Every relative link (and image) in the README and in ``docs/*.md`` points to an existing file, and
@@ -108,7 +108,9 @@ def keys_by_page_from_modules() -> dict[str, set[str]]:
 
 
 def anchor_for(key: str) -> str:
-    return key[: -len("_stderr")] if key.endswith("_stderr") else key
+    from lm_eval_bias.tasks.aggregation import base_key
+
+    return base_key(key)
 
 
 def test_every_task_is_documented_in_a_benchmark_page():

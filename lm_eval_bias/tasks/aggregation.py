@@ -94,3 +94,17 @@ def null_settings() -> tuple[int, int]:
     if iters < 0:
         raise ValueError(f"{NULL_ITERS_ENV} must be >= 0, got {iters}")
     return iters, seed
+
+
+#: Suffixes of keys derived from a metric key ``<metric>``: bootstrap standard error and 95 % interval
+#: (``_stderr``, ``_ci_low``, ``_ci_high``), null floor and "more than chance" p-value (``_null``,
+#: ``_p_null``), Holm-adjusted p-value (``_holm``). Derived keys share the metric's documentation anchor.
+DERIVED_SUFFIXES: tuple[str, ...] = ("_stderr", "_ci_low", "_ci_high", "_p_null", "_null", "_holm")
+
+
+def base_key(key: str) -> str:
+    """The metric a derived key belongs to (``polarization_ci_low`` -> ``polarization``)."""
+    for suffix in DERIVED_SUFFIXES:
+        if key.endswith(suffix) and len(key) > len(suffix):
+            return base_key(key[: -len(suffix)])
+    return key
