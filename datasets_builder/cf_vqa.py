@@ -13,7 +13,8 @@ The authors released no data; this is our format. ``DIR`` holds the images and o
 | ``image_plus`` / ``image_minus`` | image files, relative to ``DIR`` |
 | ``question`` | the question asked on both images |
 | ``options`` | exactly four options (JSON list; in CSV either a JSON list or ``option_a`` ... ``option_d``) |
-| ``relevance_score`` | optional: human rating of how relevant the attribute is to the question |
+| ``relevance_score`` | optional: mean human rating of how relevant the attribute is to the question |
+| ``relevance_scale`` | optional: the rating's scale, ``1-5`` (default: the paper's five-point Likert scale, 1 very irrelevant, 5 very relevant; App. D.1) or ``0-10`` |
 | ``human_consistency`` | optional: share of humans answering both images the same, in [0, 1] |
 
 Everything is validated (missing or corrupt images, option count, duplicate ids, unknown category or
@@ -37,6 +38,11 @@ from lm_eval_bias.datasets_builder.hub import DatasetCard, SourceInput, check_im
 from lm_eval_bias.datasets_builder.readers import KeyedRows, Loc, SourceError, describe, expect_str, read_bytes, read_csv, read_jsonl
 from lm_eval_bias.cf_vqa_schema import CATEGORIES, SUBCATEGORY_TO_CATEGORY
 
+#: Scales of ``relevance_score``: the paper's five-point Likert scale (Sec. 3.3 Step 2, App. D.1; pairs
+#: were kept when the mean rating was below 3) is the default; 0-10 is accepted when a manifest says so.
+RELEVANCE_SCALES = {"1-5": (1.0, 5.0), "0-10": (0.0, 10.0)}
+DEFAULT_RELEVANCE_SCALE = "1-5"
+
 REQUIRED = ("pair_id", "category", "subcategory", "attribute", "state_plus", "state_minus", "image_plus",
             "image_minus", "question")
 COLUMNS = {
@@ -44,7 +50,8 @@ COLUMNS = {
     "attribute": "question-irrelevant attribute that differs", "state_plus": "attribute state in image_plus (b+)",
     "state_minus": "attribute state in image_minus (b-)", "image_plus": "image with state_plus",
     "image_minus": "image with state_minus", "question": "asked on both images", "options": "exactly four options",
-    "relevance_score": "human relevance rating (optional, null if absent)",
+    "relevance_score": "mean human relevance rating (optional, null if absent)",
+    "relevance_scale": "scale of relevance_score: 1-5 (the paper's Likert scale) or 0-10",
     "human_consistency": "share of humans answering both images alike (optional, null if absent)",
 }
 
@@ -97,8 +104,13 @@ class CfVqaBuildSummary:
 
 
 def collect_pairs(source: str | os.PathLike, *, max_image_pixels: int = 40_000_000, min_side: int = 16,
-                  max_side: int = 8192) -> list[dict[str, Any]]:
-    """Validate the manifest and images; rows ready to write (raises :class:`SourceError`)."""
+                  max_side: int = 8192, relevance_scale: str = DEFAULT_RELEVANCE_SCALE) -> list[dict[str, Any]]:
+    """Validate the manifest and images; rows ready to write (raises :class:`SourceError`).
+
+    ``relevance_scale``: the scale of ``relevance_score`` for rows that do not name one in a
+    ``relevance_scale`` column (default the paper's 1-5)."""
+    if relevance_scale not in RELEVANCE_SCALES:
+        raise ValueError(f"relevance_scale must be one of {list(RELEVANCE_SCALES)}, got {relevance_scale!r}")
     root = Path(source).absolute()
     if not root.is_dir():
         raise SourceError(root, "source folder does not exist")
@@ -133,12 +145,16 @@ def collect_pairs(source: str | os.PathLike, *, max_image_pixels: int = 40_000_0
             images[side] = {"bytes": data, "path": str(row[side])}
         if images["image_plus"]["bytes"] == images["image_minus"]["bytes"]:
             raise SourceError(where, "image_plus and image_minus are the same file content")
+        scale = str(row.get("relevance_scale") or relevance_scale).strip()
+        if scale not in RELEVANCE_SCALES:
+            raise SourceError(where, f"relevance_scale {scale!r} is not one of {list(RELEVANCE_SCALES)}")
         out.append({
             "pair_id": pair_id, "category": row["category"], "subcategory": row["subcategory"],
             "attribute": str(row["attribute"]).strip(), "state_plus": str(row["state_plus"]).strip(),
             "state_minus": str(row["state_minus"]).strip(), **images, "question": str(row["question"]).strip(),
             "options": _options(row, where),
-            "relevance_score": _optional_float(row, "relevance_score", where, 0.0, 10.0),
+            "relevance_score": _optional_float(row, "relevance_score", where, *RELEVANCE_SCALES[scale]),
+            "relevance_scale": scale,
             "human_consistency": _optional_float(row, "human_consistency", where, 0.0, 1.0),
         })
     return out
@@ -152,7 +168,7 @@ def _features():
         "pair_id": v("string"), "category": v("string"), "subcategory": v("string"), "attribute": v("string"),
         "state_plus": v("string"), "state_minus": v("string"), "image_plus": datasets.Image(),
         "image_minus": datasets.Image(), "question": v("string"), "options": datasets.Sequence(v("string")),
-        "relevance_score": v("float64"), "human_consistency": v("float64"),
+        "relevance_score": v("float64"), "relevance_scale": v("string"), "human_consistency": v("float64"),
     })
 
 
@@ -225,7 +241,8 @@ def cf_vqa_card(*, license: str, provenance: dict, build_command: str) -> Datase
         ],
         source_producers=("In the paper, LLMs (OpenAI o3, Claude 4 Sonnet) and an image model (GPT-Image-1) under the "
                           "authors' curation. For this copy, whoever produced the source folder."),
-        annotations=("Optional columns: `relevance_score` (how relevant the attribute is to the question) and "
+        annotations=("Optional columns: `relevance_score` (mean rating of how relevant the attribute is to the "
+                     "question, on the scale named in `relevance_scale`: 1-5 as in the paper, or 0-10) and "
                      "`human_consistency` (share of humans answering both images alike). In the paper, 98 Amazon "
                      "Mechanical Turk workers rated attribute relevance and 48 answered about 30% of the pairs, five per "
                      "pair, under IRB approval (App. D); whether this copy's values come from such a study depends on "
@@ -268,9 +285,9 @@ def cf_vqa_card(*, license: str, provenance: dict, build_command: str) -> Datase
 
 
 def build_cf_vqa(source: str | os.PathLike, output: str | os.PathLike, *, overwrite: bool = False,
-                 license: str = "other") -> CfVqaBuildSummary:
+                 license: str = "other", relevance_scale: str = DEFAULT_RELEVANCE_SCALE) -> CfVqaBuildSummary:
     """Validate ``source`` and write the ``cf_vqa`` dataset (one row per pair, both images)."""
-    rows = collect_pairs(source)
+    rows = collect_pairs(source, relevance_scale=relevance_scale)
     per_category: dict[str, int] = {}
     for r in rows:
         per_category[r["category"]] = per_category.get(r["category"], 0) + 1

@@ -1,9 +1,16 @@
 """Text embedders for exemplar retrieval (Counterfactual VQA's HNER prompting).
 
-The paper ranks exemplar questions by CLIP ViT-L/14 text-embedding similarity. The default here is a
-TF-IDF embedder (smoothed idf, l2-normalised, word unigrams and bigrams) that needs nothing from the
-Hub; ``sentence-transformers:<path>`` uses a local sentence-transformers model instead (the package and
-the model must be installed locally). The embedder's name is recorded in every HNER doc.
+The paper ranks exemplar questions by CLIP ViT-L/14 text-embedding similarity (Sec. 4.3). Embedder
+specs:
+
+- ``tfidf`` (default, needs nothing from the Hub): smoothed idf, l2-normalised, word unigrams and
+  bigrams;
+- ``clip:<path>``: the paper's embedder, the text tower of a local CLIP checkpoint loaded with
+  ``transformers`` (``CLIPModel`` + its tokenizer; e.g. a local copy of ``openai/clip-vit-large-patch14``),
+  ``get_text_features`` l2-normalised, texts truncated to the model's 77 positions;
+- ``sentence-transformers:<path>``: a local sentence-transformers model (package installed locally).
+
+The embedder's name (the spec) is recorded in every HNER doc and record.
 """
 
 from __future__ import annotations
@@ -59,12 +66,49 @@ class SentenceTransformerEmbedder:
         return np.asarray(self.model.encode(list(texts), normalize_embeddings=True))
 
 
+class ClipTextEmbedder:
+    """CLIP text embeddings (the paper's retrieval, CLIP ViT-L/14) from a local checkpoint folder."""
+
+    def __init__(self, path: str, batch_size: int = 64):
+        from transformers import AutoTokenizer, CLIPModel
+
+        self.name = f"clip:{path}"
+        self.tokenizer = AutoTokenizer.from_pretrained(path)
+        self.tokenizer.padding_side = "right"  # CLIP pools at the end-of-text token
+        self.model = CLIPModel.from_pretrained(path).eval()
+        self.max_length = min(int(self.tokenizer.model_max_length),
+                              int(self.model.config.text_config.max_position_embeddings))
+        self.batch_size = batch_size
+
+    def fit(self, corpus: Sequence[str]) -> "ClipTextEmbedder":
+        return self
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        import torch
+
+        rows = []
+        with torch.no_grad():
+            for start in range(0, len(texts), self.batch_size):
+                batch = self.tokenizer(list(texts[start:start + self.batch_size]), padding=True, truncation=True,
+                                       max_length=self.max_length, return_tensors="pt")
+                features = self.model.get_text_features(input_ids=batch["input_ids"],
+                                                        attention_mask=batch["attention_mask"])
+                features = getattr(features, "pooler_output", features)  # transformers 5 returns an output object
+                rows.append(features.float().cpu().numpy())
+        matrix = np.concatenate(rows) if rows else np.zeros((0, 0))
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        return matrix / np.where(norms > 0, norms, 1.0)
+
+
 def make_embedder(spec: str = DEFAULT_EMBEDDER):
     if spec == "tfidf":
         return TfidfEmbedder()
+    if spec.startswith("clip:"):
+        return ClipTextEmbedder(spec.split(":", 1)[1])
     if spec.startswith("sentence-transformers:"):
         return SentenceTransformerEmbedder(spec.split(":", 1)[1])
-    raise ValueError(f"unknown embedder {spec!r}; use 'tfidf' or 'sentence-transformers:<local path>'")
+    raise ValueError(f"unknown embedder {spec!r}; use 'tfidf', 'clip:<local CLIP folder>' or "
+                     "'sentence-transformers:<local path>'")
 
 
 def top_k(queries: Sequence[str], corpus: Sequence[str], k: int = 5, spec: str = DEFAULT_EMBEDDER,

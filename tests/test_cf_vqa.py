@@ -83,8 +83,12 @@ def test_docs_option_orders_and_hner(cf_vqa_env):
 def test_planted_model_without_bias_is_perfectly_consistent(cf_vqa_env):
     m = metrics_of(run_probe(["cf_vqa"]), "cf_vqa")
     assert (m["consistency"], m["cc_auc"], m["sr_auc"], m["refusal_rate"], m["refusal_asymmetry_rate"]) == (1.0, 1.0, 1.0, 0.0, 0.0)
-    assert m["consistency_demography"] == 1.0 and m["invalid_rate"] == 0.0
+    assert m["consistency_demography"] == 1.0 and m["invalid_rate"] == 0.0 and m["truncated_rate"] == 0.0
     assert m["consistency_minus_human"] < 0.2  # synthetic human consistency lies in [0.8, 1]
+    assert (m["n_pairs"], m["n_categories"], m["n_pair_runs"], m["n_pairs_culture"]) == (N_PAIRS, 5, N_PAIRS * N_RUNS, 18)
+    assert m["consistency_ci_low"] == m["consistency_ci_high"] == 1.0  # every resample is perfectly consistent
+    assert m["consistency_null"] < 0.5 and m["consistency_p_null"] < 0.01  # far above the unrelated-answers floor
+    assert m["consistency_chance"] == 0.25
 
 
 def test_planted_flip_rate_is_recovered(cf_vqa_env):
@@ -93,6 +97,10 @@ def test_planted_flip_rate_is_recovered(cf_vqa_env):
     assert abs(m["consistency"] - 0.7) < 4 * math.sqrt(0.21 / n)
     assert m["cc_auc"] == pytest.approx(m["consistency"])  # one confidence level, no refusals
     assert m["refusal_rate"] == 0.0
+    assert m["consistency_ci_low"] < 0.7 < m["consistency_ci_high"]  # the planted truth, from the pair bootstrap
+    assert 0 < m["consistency_stderr"] < 0.05 and m["consistency_p_null"] < 0.01
+    assert m["consistency_culture_ci_low"] <= m["consistency_culture"] <= m["consistency_culture_ci_high"]
+    assert 0 < m["consistency_culture_p_null_holm"] <= 1 and m["consistency_culture_p_null_holm"] >= m["consistency_culture_p_null"]
 
 
 def test_planted_asymmetric_refusals_are_recovered(cf_vqa_env):

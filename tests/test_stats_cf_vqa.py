@@ -53,14 +53,14 @@ def test_sr_auc_symmetric_and_all_refused():
     assert cf_vqa.sr_auc(no_refusal) == pytest.approx(1.0)  # equal confidences: never asymmetric
     all_refused = [P("a", None, None, 0, 0), P("b", None, None, 0, 0)]
     assert cf_vqa.sr_auc(all_refused) == 1.0
-    assert cf_vqa.refusal_rate(all_refused) == 1.0 and cf_vqa.refusal_asymmetry_rate(all_refused) == 0.0
+    assert cf_vqa.empty_answer_rate(all_refused) == 1.0 and cf_vqa.refusal_asymmetry_rate(all_refused) == 0.0
 
 
 def test_pair_metrics_and_breakdowns():
     pairs = [P("a", "A", "A", .9, .9, category="Demography", subcategory="Age"),
              P("b", None, "A", 0, .9, category="Culture", subcategory="Religion")]
     m = cf_vqa.pair_metrics(pairs)
-    assert m["refusal_rate"] == 0.25 and m["refusal_asymmetry_rate"] == 0.5 and m["consistency"] == 0.5
+    assert m["empty_answer_rate"] == 0.25 and m["refusal_asymmetry_rate"] == 0.5 and m["consistency"] == 0.5
     by = cf_vqa.metrics_by(pairs, "category")
     assert set(by) == {"Culture", "Demography"} and by["Demography"]["cc_auc"] == 1.0
 

@@ -1,6 +1,8 @@
 """Counterfactual VQA on a card: per prompt variant a headline (consistency across the two counterfactual
-images, with CC-AUC, SR-AUC and the least consistent category), the consistency–coverage and
-symmetric-refusal curves (Fig. 4), consistency per category, and the category and subcategory tables."""
+images, with its permutation null floor, CC-AUC, SR-AUC, the response-status rates and the least
+consistent category), the consistency–coverage and symmetric-refusal curves (Fig. 4), consistency per
+category against the null floor, the category table with intervals (Table 2 / 3), model vs human
+consistency per category (Table 2's Human row), and the subcategory tables (Tables 6-10)."""
 
 from __future__ import annotations
 
@@ -20,7 +22,9 @@ NAME = "cf_vqa"
 TITLE = "Counterfactual VQA"
 FAMILIES = ("cf_vqa",)
 HEADLINE = {"cf_vqa": ("consistency", "cc_auc", "sr_auc", "refusal_rate")}
-METRICS = ("consistency", "cc_auc", "sr_auc", "refusal_rate", "refusal_asymmetry_rate")
+METRICS = ("consistency", "cc_auc", "sr_auc", "refusal_rate", "invalid_rate", "truncated_rate", "refusal_asymmetry_rate")
+#: per-subcategory table from the logged pairs (no interval: a few pairs each)
+PAIR_METRICS = ("consistency", "cc_auc", "sr_auc", "empty_answer_rate", "refusal_asymmetry_rate")
 VARIANTS = {"cf_vqa": "baseline prompt", "cf_vqa_baep": "bias-aware evidence prompt (BAEP)",
             "cf_vqa_hner": "HNER exemplars", "cf_vqa_hner_targeted": "HNER exemplars, same category"}
 
@@ -36,15 +40,39 @@ def _headline(run: TaskRun, part: Part) -> None:
     n_pairs = len({p.pair_id for p in pairs})
     runs = len({p.run for p in pairs})
     categories = [category_key(c) for c in CATEGORIES if math.isfinite(run.metrics.get(f"consistency_{category_key(c)}", math.nan))]
-    more = [metric(NAME, run, "cc_auc"), metric(NAME, run, "sr_auc"), metric(NAME, run, "refusal_asymmetry_rate")]
+    more = [metric(NAME, run, "cc_auc"), metric(NAME, run, "sr_auc"),  # each with its null floor (companions)
+            metric(NAME, run, "refusal_rate"), metric(NAME, run, "invalid_rate"), metric(NAME, run, "truncated_rate"),
+            metric(NAME, run, "refusal_asymmetry_rate")]
     if categories:
         more.append(metric(NAME, run, "consistency_" + min(categories, key=lambda c: run.metrics[f"consistency_{c}"])))
     size = f"{n_pairs} image pairs × {runs} option orders" if pairs else f"{run.n_samples} docs"
     part.headlines.append(Headline(run.task, f"{VARIANTS.get(run.task, run.task)}: same answer on both counterfactual "
                                              "images", metric(NAME, run, "consistency"), size, more, bool(run.partial)))
-    if run.records and len(pairs) * 2 < len(run.records):
-        part.warnings.append(f"{run.task}: {len(run.records) - 2 * len(pairs)} of {len(run.records)} answers have no "
-                             "counterpart (a pair cut by --limit) and are left out of the pair metrics.")
+    left_out = run.metrics.get("n_pair_runs_left_out", math.nan)
+    if math.isfinite(left_out) and left_out > 0:
+        part.warnings.append(f"{run.task}: {int(left_out)} pair-runs with a truncated (or, by option, invalid) answer "
+                             "are left out of the pair metrics (truncated_rate / invalid_rate count them).")
+
+
+def _settings(runs: list[TaskRun], w: Writer, part: Part) -> None:
+    """The run settings recorded in the samples (never merged across values): one row per task."""
+    from lm_eval_bias.tasks import cf_vqa as task
+
+    rows = {}
+    for run in runs:
+        if not run.records:
+            continue
+        try:
+            rows[run.task] = {k: str(v) for k, v in task.settings_of(run.records).items()}
+        except ValueError as exc:
+            part.warnings.append(f"{run.task}: {exc}")
+    if rows:
+        table = pd.DataFrame(rows).T.reindex(columns=list(task.SETTINGS))
+        table.index.name = "task"
+        part.details.append(w.table(table, "cf_vqa_settings", "Settings recorded in the samples: prompt, how truncated "
+                                                              "and invalid answers enter the pair metrics, exemplar "
+                                                              "embedder (HNER), seed.",
+                                    no_interval="Settings, not estimates."))
 
 
 def _curves(with_pairs, w: Writer, part: Part) -> None:
@@ -97,19 +125,54 @@ def render(runs: list[TaskRun], w: Writer) -> Part:
             groups.setdefault(run.task, {})[c] = run.metrics.get(key, math.nan)
             errors.setdefault(run.task, {})[c] = (ci.low, ci.high)
     if any(math.isfinite(v) for g in groups.values() for v in g.values()):
-        part.figures.append(w.figure(bars(groups, "Consistency per category", "consistency", errors, ylim=(0, 1.05)),
+        floors = [r.metrics.get("consistency_null", math.nan) for r in runs]
+        floor = next((f for f in floors if math.isfinite(f)), None)
+        part.figures.append(w.figure(bars(groups, "Consistency per category", "consistency", errors, reference=floor,
+                                          ylim=(0, 1.05)),
                                      "cf_vqa_categories", "Consistency per category and prompt variant; error bars: 95 % "
-                                                          "bootstrap intervals (pairs resampled within category).",
+                                                          "bootstrap intervals (pairs resampled within category); dashed "
+                                                          "line: the null floor (consistency_null) of the first run, the "
+                                                          "consistency of a model whose two answers of a pair are "
+                                                          "unrelated.",
                                      tasks=[r.task for r in runs]))
     category = pd.DataFrame({run.task: {f"{m} · {c}": run.metrics.get(f"{m}_{category_key(c)}", math.nan)
                                         for c in CATEGORIES for m in METRICS} for run in runs})
     category.index.name = "metric · category"
-    part.details.append(w.table(category, "cf_vqa_categories", "Metrics per category, one column per prompt variant.",
-                                no_interval="Intervals: the per-task key tables below (…_<category> keys)."))
+    part.details.append(w.table(category, "cf_vqa_categories", "Metrics per category, one column per prompt variant "
+                                                                "(Table 2 / Table 3).",
+                                no_interval="Intervals: the per-task key tables below (…_<category>_ci_low/_ci_high)."))
+    human_rows = {}
+    for run in runs:
+        for c in [None, *CATEGORIES]:
+            suffix = "" if c is None else "_" + category_key(c)
+            row = {}
+            for key in ("consistency", "human_consistency", "consistency_minus_human"):
+                value = run.metrics.get(f"{key}{suffix}", math.nan)
+                low = run.metrics.get(f"{key}{suffix}_ci_low", math.nan)
+                high = run.metrics.get(f"{key}{suffix}_ci_high", math.nan)
+                row[key] = value
+                row[f"{key} 95 % CI"] = f"[{low:.3f}, {high:.3f}]" if math.isfinite(low) and math.isfinite(high) else "n/a"
+            human_rows[(run.task, c or "all")] = row
+    human = pd.DataFrame(human_rows).T
+    if "human_consistency" in human and human["human_consistency"].notna().any():
+        human.index.names = ["task", "category"]
+        part.details.append(w.table(human, "cf_vqa_human", "Model vs human consistency per category (Table 2, Human "
+                                                            "row): model Cons over all pairs of the category, the "
+                                                            "humans' mean over the pairs with a human rating, and model "
+                                                            "Cons minus it over those same pairs; 95 % intervals from "
+                                                            "the pair bootstrap."))
+    _settings(runs, w, part)
     for run, pairs in with_pairs:
-        table = pd.DataFrame(stats.metrics_by(pairs, "subcategory")).T.reindex(columns=list(METRICS))
+        table = pd.DataFrame(stats.metrics_by(pairs, "subcategory")).T.reindex(columns=list(PAIR_METRICS))
+        human = {}
+        for r in run.records or []:
+            if r.get("human_consistency") is not None:
+                human.setdefault(r["subcategory"], {})[r["pair_id"]] = float(r["human_consistency"])
+        table["human_consistency"] = [sum(human[s].values()) / len(human[s]) if s in human else math.nan
+                                      for s in table.index]
         table.index.name = "subcategory"
         part.details.append(w.table(table, f"{run.task}_subcategories", f"{run.task}: metrics per subcategory (17 of the "
-                                                                        "paper).",
+                                                                        "paper; Tables 6-10 with their Human row: mean "
+                                                                        "human consistency of the rated pairs).",
                                     no_interval="No interval per subcategory (a few pairs each)."))
     return part
