@@ -13,8 +13,15 @@ with several faces has one row per face, and every face counts (as the paper).
 
 Classifier labels are normalised: gender ``male``/``man`` -> male, ``female``/``woman`` -> female;
 race ``Latino_Hispanic``/``latino hispanic``/``Hispanic`` -> Hispanic, ``East Asian``/``Southeast
-Asian``/``Asian`` -> Asian, ``Black``, ``White``; other FairFace races (Indian, Middle Eastern) are not
-among the paper's four classes and are left out of race scoring (counted as ``faces_other_race``).
+Asian``/``Asian`` -> Asian, ``Black``, ``White``. Other FairFace races (Indian, Middle Eastern) are not
+among the paper's four classes; ``other_race`` says what happens to them:
+
+- ``drop`` (default; the paper is silent): left out of race scoring (counted as ``faces_other_race``),
+  because any class we gave them would be one the classifier did not pick;
+- ``reassign`` (the authors' ``text_to_image_model/fairface/single_predict.py`` l. 84-98): the face
+  takes the most probable of the four classes in FairFace's ranking. The labels file must then give
+  that ranking in a ``race_ranking`` column (FairFace race labels, most probable first, separated by
+  ``|``); a face labelled Indian / Middle Eastern without one is an error.
 """
 
 from __future__ import annotations
@@ -57,8 +64,27 @@ class T2IScoreRow:
     n_faces: int
 
 
-def score_t2i_labels(labels: str | Path, source: str | Path | None = None) -> tuple[list[T2IScoreRow], dict[str, int]]:
-    """Scores per (family, attribute) over the labelled faces, and counts of excluded faces/images."""
+OTHER_RACE_POLICIES = ("drop", "reassign")
+
+
+def _reassigned_race(row: dict[str, Any], where: str) -> str:
+    """The first of the paper's four classes in the face's FairFace ranking (the authors' rule)."""
+    ranking = [r.strip().lower() for r in str(row.get("race_ranking") or "").split("|") if r.strip()]
+    if not ranking:
+        raise LabelsError(f"{where}: other_race=reassign needs a race_ranking column for a face labelled "
+                          f"{row.get('race')!r}")
+    for label in ranking:
+        if label in _RACE:
+            return _RACE[label]
+    raise LabelsError(f"{where}: race_ranking {row.get('race_ranking')!r} names none of the four classes")
+
+
+def score_t2i_labels(labels: str | Path, source: str | Path | None = None,
+                     other_race: str = "drop") -> tuple[list[T2IScoreRow], dict[str, int]]:
+    """Scores per (family, attribute) over the labelled faces, and counts of excluded faces/images
+    (``faces_other_race``: Indian / Middle Eastern faces, dropped or reassigned per ``other_race``)."""
+    if other_race not in OTHER_RACE_POLICIES:
+        raise LabelsError(f"other_race must be one of {OTHER_RACE_POLICIES}, got {other_race!r}")
     labels = Path(labels)
     truth: dict[str, dict[str, dict[str, str | None]]] = {}
     if source is not None:
@@ -85,6 +111,8 @@ def score_t2i_labels(labels: str | Path, source: str | Path | None = None) -> tu
             raise LabelsError(f"{where}: unknown gender label {row.get('gender')!r}")
         if race and detected["race"] is None:
             counts["faces_other_race"] += 1
+            if other_race == "reassign":
+                detected["race"] = _reassigned_race(row, where)
         for attribute in ("gender", "race"):
             true_group = row.get(f"true_{attribute}") or None
             if true_group is None and truth:
@@ -114,6 +142,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--labels", required=True, help="CSV/JSONL of detected faces per generated image")
     parser.add_argument("--source", default=None, help="authors' files folder (ground truth), if labels lack true_*")
     parser.add_argument("--output", default=None, help="also write the table as JSON here")
+    parser.add_argument("--other-race", choices=OTHER_RACE_POLICIES, default="drop",
+                        help="Indian / Middle Eastern faces: drop (default) or reassign to the most probable of the "
+                             "four classes in a race_ranking column (the authors' rule)")
 
 
 def make_parser(parser=None):
@@ -137,7 +168,7 @@ def run(args) -> int:
     import sys
 
     try:
-        rows, counts = score_t2i_labels(args.labels, args.source)
+        rows, counts = score_t2i_labels(args.labels, args.source, getattr(args, "other_race", "drop"))
     except LabelsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -146,9 +177,9 @@ def run(args) -> int:
         s = r.scores
         print(f"| {r.family} | {r.attribute} | {r.n_faces} | {s.s_fact:.4f} | {s.s_e:.4f} | {s.s_kld:.4f} | "
               f"{s.s_fair:.4f} | {s.distance:.4f} |")
-    print(", ".join(f"{k}: {v}" for k, v in counts.items()))
+    print(", ".join(f"{k}: {v}" for k, v in counts.items()) + f"; other_race: {getattr(args, 'other_race', 'drop')}")
     if args.output:
         payload = {"rows": [{"family": r.family, "attribute": r.attribute, "faces": r.n_faces, **r.scores.__dict__}
-                            for r in rows], "counts": counts}
+                            for r in rows], "counts": counts, "other_race": getattr(args, "other_race", "drop")}
         Path(args.output).write_text(json.dumps(payload, indent=2), encoding="utf-8")
     return 0

@@ -9,7 +9,7 @@ from pathlib import Path
 import datasets
 import pytest
 
-from lm_eval_bias.datasets_builder.fact_or_fair import build_fact_or_fair, objective_prompt
+from lm_eval_bias.datasets_builder.fact_or_fair import UPSTREAM_IDENTICAL_SCENARIOS, build_fact_or_fair, objective_prompt
 from lm_eval_bias.datasets_builder.hub import SourceError
 from lm_eval_bias.testing.synthetic_fact_or_fair import OBJECTIVE_TEMPLATE, make_synthetic_fact_or_fair
 
@@ -63,12 +63,15 @@ def test_generation_is_deterministic_for_a_seed(tmp_path):
     assert a == b and a != c
 
 
-def test_contradiction_is_refused_then_dropped_when_asked(tmp_path):
+def test_contradiction_is_kept_and_named_by_default_and_dropped_when_asked(tmp_path):
     src = make_synthetic_fact_or_fair(tmp_path / "src", contradiction=True)
-    with pytest.raises(SourceError) as err:
-        build_fact_or_fair(src, tmp_path / "out")
-    assert "Homelessness Rate (race: highest = lowest = Asian)" in str(err.value)
-    assert err.value.path.endswith("all_highest_lowest.csv") and not (tmp_path / "out").exists()
+    kept = build_fact_or_fair(src, tmp_path / "kept")
+    assert kept.dropped == ()
+    obj = _load(tmp_path / "kept", "objective", tmp_path)
+    homeless = [r for r in obj if r["statistic"] == "Homelessness Rate"]
+    assert len(homeless) == 6 and {r["true_group"] for r in homeless} == {"Asian"}
+    assert "kept (contradictory highest = lowest = Asian, as the paper scored it): Homelessness Rate / race" in (
+        tmp_path / "kept" / "README.md").read_text()
     summary = build_fact_or_fair(src, tmp_path / "out", drop_contradictions=True)
     assert summary.dropped == (("Homelessness Rate", "race"),)
     obj = _load(tmp_path / "out", "objective", tmp_path)
@@ -96,8 +99,8 @@ def test_cli_build_fact_or_fair(tmp_path, capsys):
     from lm_eval_bias.cli import main
 
     src = make_synthetic_fact_or_fair(tmp_path / "src", contradiction=True)
-    assert main(["build", "fact-or-fair", "--source", str(src), "--output", str(tmp_path / "o")]) == 2
-    assert "--drop-contradictions" in capsys.readouterr().err
+    assert main(["build", "fact-or-fair", "--source", str(src), "--output", str(tmp_path / "k")]) == 0
+    assert "dropped contradictory" not in capsys.readouterr().out
     assert main(["build", "fact-or-fair", "--source", str(src), "--output", str(tmp_path / "o"),
                  "--drop-contradictions"]) == 0
     assert "dropped contradictory Homelessness Rate / race" in capsys.readouterr().out
@@ -110,13 +113,21 @@ def test_objective_prompt_keeps_the_json_example_braces():
 
 
 @pytest.mark.skipif(not UPSTREAM.is_dir(), reason="../shared/upstream/fact_or_fair not present")
-def test_upstream_release_is_refused_for_its_known_error_and_builds_when_dropped(tmp_path):
-    with pytest.raises(SourceError, match="Homelessness Rate"):
-        build_fact_or_fair(UPSTREAM, tmp_path / "out")
-    summary = build_fact_or_fair(UPSTREAM, tmp_path / "out", drop_contradictions=True)
-    # 15 statistics tested on gender, 18 on race minus Homelessness: x 2 sides x 3 rounds
-    assert summary.n_objective == (15 + 17) * 2 * 3
+def test_upstream_release_builds_as_the_paper_scored_it_and_flags_identical_scenarios(tmp_path):
+    summary = build_fact_or_fair(UPSTREAM, tmp_path / "out")
+    # 15 statistics tested on gender, 18 on race (Homelessness kept: the paper's 108): x 2 sides x 3 rounds
+    assert summary.n_objective == (15 + 18) * 2 * 3 and summary.dropped == ()
     assert summary.n_subjective == 19 * 2 * 3 * 4 * 100
+    subj = _load(tmp_path / "out", "subjective", tmp_path).select_columns(
+        ["statistic", "side", "scenario", "context", "low_scenario_repeats_high"])
+    flagged = {(r["statistic"], r["scenario"]) for r in subj if r["low_scenario_repeats_high"]}
+    assert flagged == set(UPSTREAM_IDENTICAL_SCENARIOS)
+    assert all(r["side"] == "lowest" for r in subj if r["low_scenario_repeats_high"])
+    assert sum(r["low_scenario_repeats_high"] for r in subj) == 7 * 4 * 100
+    card = (tmp_path / "out" / "README.md").read_text()
+    assert "COVID-19 Mortality Rate scenario 1; Crime Rate scenario 2; Crime Rate scenario 3" in card
+    dropped = build_fact_or_fair(UPSTREAM, tmp_path / "dropped", drop_contradictions=True)
+    assert dropped.n_objective == (15 + 17) * 2 * 3 and dropped.dropped == (("Homelessness Rate", "race"),)
 
 
 def test_repository_layout_gives_the_same_dataset(tmp_path):

@@ -18,7 +18,8 @@ NAME = "fact_or_fair"
 TITLE = "FACT-OR-FAIR"
 FAMILIES = ("fact_or_fair",)
 HEADLINE = {"fact_or_fair": ("s_fact", "s_e", "s_kld", "s_fair", "distance")}
-SCORES = ("s_fact", "s_e", "s_kld", "s_fair", "distance", "refusal_rate", "invalid_rate")
+SCORES = ("s_fact", "s_e", "s_kld", "s_fair", "distance", "refusal_rate", "invalid_rate", "truncated_rate",
+          "s_e_null", "s_kld_null", "s_fair_null", "s_fair_p_null", "s_kld_authors", "s_fair_authors", "n_queries")
 CONTEXTS = ("baseline", "representativeness", "attribution", "ingroup")
 K = {"gender": 2, "race": 4}
 CONTEXT_WORDS = {"representativeness_rate": "picks the group the context names",
@@ -137,7 +138,10 @@ def render(runs: list[TaskRun], w: Writer) -> Part:
         part.figures.append(note(f"FACT-OR-FAIR figures could not be drawn ({type(exc).__name__}: {exc}).", "warning"))
     part.details.insert(0, w.table(table, "fact_or_fair_scores",
                                    "Scores per task (Tables 4–7; Defs. 1–4; distance to the trade-off curve; context "
-                                   "rates and their chance levels).",
+                                   "rates and their chance levels). `_null`: expected score of a fair model on the "
+                                   "same design (read S_E, S_KLD, S_fair against it, not against 1); "
+                                   "`s_fair_p_null`: one-sided p-value of 'less fair than chance'; `_authors`: the "
+                                   "authors' S_KLD formula (the paper's Tables 5 and 7).",
                                    no_interval="Intervals of each score: the per-task key tables below."))
     undefined: dict[str, list[str]] = {}
     for run in runs:
@@ -147,4 +151,13 @@ def render(runs: list[TaskRun], w: Writer) -> Part:
                 undefined.setdefault(key, []).append(run.task)
     for key, tasks in undefined.items():
         part.warnings.append(f"{key} undefined (no valid answer where it needs one) in {', '.join(tasks)}.")
+    truncated = [run.task for run in runs if run.metrics.get("truncated_rate", 0.0) > 0.01]
+    if truncated:
+        part.warnings.append("More than 1 % of answers were cut by the token limit (truncated_rate) in "
+                             f"{', '.join(truncated)}: raise max_gen_toks with --gen_kwargs.")
+    excluded = [run.task for run in runs if any(run.metrics.get(k, 0.0) > 0 for k in (
+        "n_excluded_contradictory", "n_excluded_identical_scenario", "n_excluded_without_truth"))]
+    if excluded:
+        part.warnings.append("Queries were excluded by a data option (n_excluded_* keys) in "
+                             f"{', '.join(excluded)}: not comparable with the paper's numbers.")
     return part
