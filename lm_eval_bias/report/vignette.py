@@ -1,7 +1,10 @@
 """VIGNETTE on a card: per task a headline (the bias dimension with the largest selection gap, and the
-identities chosen most and least), the spread per dimension with intervals (decision tasks,
-perception per question, factuality), the polarity heatmap (stereotype), and folded below the
-selection frequency per identity, PairComp matrices, Fisher tests and the per-term table."""
+identities chosen most and least; "clear" when its within-pair null p-value is below 0.05), the spread
+per dimension with intervals (decision tasks, perception per question, factuality), the polarity
+heatmap (stereotype), and folded below the selection frequency per identity, PairComp matrices,
+identity tests (pair-level sign flip, and the paper's Fisher test as ``p_paper``), the per-term table,
+the polarity per SSCM term pair in Tables 3-4's layout (genders pooled), vision vs text (Sec. 7.4,
+Fig. 6) and identity vs positional options (Fig. 11)."""
 
 from __future__ import annotations
 
@@ -41,7 +44,9 @@ def _table(run: TaskRun):
 
 
 def _largest(run: TaskRun, prefix: str) -> str | None:
-    keys = [k for k in run.metrics if k.startswith(prefix) and math.isfinite(run.metrics[k])]
+    from lm_eval_bias.tasks.aggregation import base_key
+
+    keys = [k for k in run.metrics if k.startswith(prefix) and base_key(k) == k and math.isfinite(run.metrics[k])]
     return max(keys, key=lambda k: run.metrics[k]) if keys else None
 
 
@@ -55,8 +60,12 @@ def _extremes(table: pd.DataFrame, dimension: str) -> tuple[str, str] | None:
     return str(frequency.idxmax()), str(frequency.idxmin())
 
 
-def _clear(m: Metric) -> bool:
-    """Whether a spread's interval excludes 0 (else the words say "no clear …")."""
+def _clear(m: Metric, run: TaskRun | None = None, key: str = "") -> bool:
+    """Whether a magnitude is more than chance: its within-pair null p-value (``<key>_p_null``) is
+    below 0.05 where the run has one, else its interval excludes 0 (else the words say "no clear …")."""
+    p = run.metrics.get(f"{key}_p_null", math.nan) if run is not None else math.nan
+    if math.isfinite(p):
+        return p < 0.05
     return math.isfinite(m.low) and m.low > 0
 
 
@@ -81,7 +90,7 @@ def _headline(run: TaskRun, part: Part) -> None:
         if key:
             dimension = key.removeprefix("mean_abs_polarity_")
             lead = metric(NAME, run, key, digits=1, unit=" pp")
-            text = (f"stereotypes: strongest in {_words(dimension)}" if _clear(lead) else
+            text = (f"stereotypes: strongest in {_words(dimension)}" if _clear(lead, run, key) else
                     f"stereotypes: no clear polarity — largest estimate in {_words(dimension)}")
             polarity = _polarity(run)
             if polarity is not None:
@@ -98,7 +107,7 @@ def _headline(run: TaskRun, part: Part) -> None:
             dimension = rest.removeprefix(f"{parameter}_") if parameter else rest
             lead = metric(NAME, run, key, digits=1, unit=" pp")
             what = f"perception ('{parameter}' question)" if parameter else DECISIONS.get(paradigm, paradigm)
-            text = (f"{what}: largest selection gap in {_words(dimension)}" if _clear(lead) else
+            text = (f"{what}: largest selection gap in {_words(dimension)}" if _clear(lead, run, key) else
                     f"{what}: no clear selection gap — largest estimate in {_words(dimension)}")
             table = _table(run)
             if parameter and len(table):
@@ -175,11 +184,16 @@ def _selection_details(run: TaskRun, w: Writer, part: Part, table: pd.DataFrame,
                                              f"PairComp(row, column) = S(row | paired with column) − S(row | paired with "
                                              f"anyone else) ({run.task}, {label}, {_words(dim)}); hatched: no docs with that "
                                              "pairing. No interval per cell.", tasks=[run.task]))
-    fisher = stats.identity_fisher_tests(table)
-    fisher["selection_frequency"] = frequency
-    part.details.append(w.table(fisher, f"{run.task}_{label}_identities",
-                                f"{run.task} ({label}): selection frequency per identity and Fisher's exact test against "
-                                "all other identities (two-sided), Holm-corrected.",
+    tests = stats.identity_pair_tests(table) if "pair_id" in table.columns else stats.identity_fisher_tests(table)
+    tests["selection_frequency"] = frequency
+    tests["selection_frequency_authors"] = stats.selection_frequency_authors(table, pool_genders=False)
+    part.details.append(w.table(tests, f"{run.task}_{label}_identities",
+                                f"{run.task} ({label}): selection frequency S per identity (the paper's mean over "
+                                "activities; _authors: pooled counts as the authors' code) and whether it differs from "
+                                "50 %: p_value = pair-level sign-flip test (the two people of an image pair swapped as a "
+                                "unit; calibrated), p_holm = Holm across the identities; p_paper / p_paper_holm = "
+                                "Fisher's exact test against all other identities, every answer independent (the "
+                                "paper's test; rejects too often when answers about one pair are alike).",
                                 no_interval="Selection frequencies: no interval (the tests give their significance)."))
 
 
@@ -215,6 +229,7 @@ def _details(run: TaskRun, w: Writer, part: Part) -> None:
                                         no_interval="No interval per cell."))
         else:
             part.figures.append(note(f"{run.task}: no data for the polarity heatmap.", "nodata"))
+        _term_polarity_tables(run, w, part, table)
         by_term = table.groupby(["identity", "context"])["selected"].mean().unstack() * 100
         if all_nan(by_term.values):
             return
@@ -231,6 +246,77 @@ def _details(run: TaskRun, w: Writer, part: Part) -> None:
                 _selection_details(run, w, part, rows, parameter)
     else:
         _selection_details(run, w, part, table, paradigm)
+
+
+def sscm_term_pairs(records: list[dict]) -> pd.DataFrame:
+    """The SSCM dictionary as recorded in stereotype records: per SSCM dimension, its k-th high- and
+    k-th low-valence term (in the order the task asks them, the dictionary's) form pair k."""
+    highs: dict[str, list[str]] = {}
+    lows: dict[str, list[str]] = {}
+    for r in records:
+        if r.get("paradigm") == "stereotype" and r.get("direction") in ("high", "low"):
+            bucket = (highs if r["direction"] == "high" else lows).setdefault(r["parameter"], [])
+            if r["context"] not in bucket:
+                bucket.append(r["context"])
+    rows = []
+    for dimension, high in highs.items():
+        for k, (h, lo) in enumerate(zip(high, lows.get(dimension, []))):
+            rows += [(dimension, h, "high", f"high_{dimension}{k}"), (dimension, lo, "low", f"low_{dimension}{k}")]
+    return pd.DataFrame(rows, columns=["dictionary", "term", "direction", "pair_id"])
+
+
+def _term_polarity_tables(run: TaskRun, w: Writer, part: Part, table: pd.DataFrame) -> None:
+    """Paper Tables 3-4 layout: per bias dimension, rows (SSCM trait, positive - negative term pair),
+    columns gender-pooled identities, polarity per term pair (percentage points)."""
+    terms = sscm_term_pairs(run.records)
+    if terms.empty:
+        return
+    dims = stats.term_pair_dimensions(terms)
+    pooled = table.assign(identity=table["identity"].map(stats.gender_neutral))
+    for dimension in sorted(table["dimension"].unique()):
+        part_table = table[table["dimension"] == dimension]
+        polarity = stats.gender_pooled_term_polarity(part_table, terms).T
+        if all_nan(polarity.values):
+            continue
+        polarity.index = pd.MultiIndex.from_tuples([(dims[c], c.replace(" - ", " – ")) for c in polarity.index],
+                                                   names=["Trait", "Positive – Negative"])
+        part.details.append(w.table(polarity.round(2), f"{run.task}_{dimension}_term_polarity",
+                                    f"{run.task}, {_words(dimension)}: polarity per SSCM term pair (paper Tables 3-4 "
+                                    "layout), genders pooled as the authors' plotting code ('christian man' and "
+                                    "'christian woman' -> 'christian person'): 100 x chosen / shown for the positive "
+                                    "term minus the same for the negative term, counts pooled over portrait pairs "
+                                    f"({len(pooled[pooled['dimension'] == dimension]['identity'].unique())} identities).",
+                                    no_interval="No interval per cell (the mean_abs_polarity keys carry intervals)."))
+
+
+def _paired_decisions(runs: list[TaskRun], w: Writer, part: Part) -> None:
+    """Sec. 7.4 / Fig. 6 (vision vs text) and App. A.7 / Fig. 11 (identity vs positional options)."""
+    by = {_paradigm(r): r for r in runs if r.records}
+    if "decision" not in by:
+        return
+    vision = _table(by["decision"])
+    if "decision_textonly" in by and len(vision):
+        text = _table(by["decision_textonly"])
+        if len(text):
+            tests = stats.vision_text_tests(vision, text).sort_values("delta")
+            part.details.append(w.table(tests, "vignette_vision_vs_text",
+                                        "Vision vs text (Sec. 7.4, Fig. 6): delta = S with the image - S with the "
+                                        "text description (percentage points; + = chosen more when seen). p_value: "
+                                        "pair-level sign-flip test (same pairs in both tasks; calibrated), p_paper: "
+                                        "two-proportion z-test of pooled counts (the paper's z-scores); _holm: Holm "
+                                        "across identities.", no_interval="Deltas: no interval (the tests give "
+                                                                          "their significance)."))
+    if "decision_positional" in by and len(vision):
+        positional = _table(by["decision_positional"])
+        if len(positional):
+            frame = pd.DataFrame({"S_identity_options": stats.selection_frequency(vision),
+                                  "S_positional_options": stats.selection_frequency(positional)}).dropna()
+            frame["delta"] = frame["S_positional_options"] - frame["S_identity_options"]
+            part.details.append(w.table(frame.sort_values("delta"), "vignette_identity_vs_positional",
+                                        "Identity vs positional options (App. A.7, Fig. 11): S with the identities "
+                                        "as options (x-axis of Fig. 11) and with 'the left / right person' (y-axis), "
+                                        "per identity (percentage points).",
+                                        no_interval="No interval per identity."))
 
 
 def render(runs: list[TaskRun], w: Writer) -> Part:
@@ -261,6 +347,11 @@ def render(runs: list[TaskRun], w: Writer) -> Part:
         except Exception as exc:  # noqa: BLE001 - partial runs must not stop the report
             part.details.append(note(f"{run.task}: figures could not be drawn from this run ({type(exc).__name__}: {exc}).",
                                      "warning"))
+    try:
+        _paired_decisions(runs, w, part)
+    except Exception as exc:  # noqa: BLE001 - partial runs must not stop the report
+        part.details.append(note(f"vision vs text / positional comparison could not be computed ({type(exc).__name__}: "
+                                 f"{exc}).", "warning"))
     return part
 
 

@@ -21,10 +21,14 @@ polarity.
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+import re
+import warnings
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+from scipy import sparse
 
 OPTION_COLUMNS = ("doc_id", "identity", "context", "partner", "selected")
 
@@ -144,3 +148,468 @@ def selection_frequency_delta(table: pd.DataFrame, reference: pd.DataFrame) -> p
     ``vignette_decision_positional``."""
     delta = selection_frequency(table) - selection_frequency(reference)
     return delta.dropna().rename("selection_frequency_delta")
+
+
+# -- authors' variants (chahatraj/Vignette, commit 2c7aa91) ---------------------------------------------------
+_GENDER_WORDS = re.compile(r"\b(male|female|boy|girl)\b", re.I)
+_GENDER_NOUNS = re.compile(r"\b(man|woman|boy|girl)\b", re.I)
+_FILIPINO = re.compile(r"\b(filipino|filipina)\b", re.I)
+
+
+def gender_neutral(descriptor: str) -> str:
+    """The authors' ``to_gender_neutral`` (src/visualization/socialassumptions.py): drop
+    male/female/boy/girl, man/woman -> person, filipino/filipina -> "phillipines person"; surrounding
+    whitespace stripped. "christian man" and "christian woman" both become "christian person"."""
+    d = _GENDER_WORDS.sub("", str(descriptor))
+    d = _GENDER_NOUNS.sub("person", d)
+    return _FILIPINO.sub("phillipines person", d).strip()
+
+
+def selection_frequency_authors(table: pd.DataFrame, pool_genders: bool = True) -> pd.Series:
+    """Selection frequency as the authors' plotting code computes it (src/visualization/decisionmaking.py,
+    ``adjusted_response_percentage = response_counts / descriptor_counts * 100``): times chosen over
+    times shown, **pooled over all contexts** (not the paper's mean of per-activity percentages), with
+    genders pooled by :func:`gender_neutral` unless ``pool_genders=False``."""
+    t = _check(table).copy()
+    if pool_genders:
+        t["identity"] = t["identity"].map(gender_neutral)
+    counts = t.groupby("identity")["selected"].agg(["sum", "count"])
+    return (100.0 * counts["sum"] / counts["count"]).rename("selection_frequency_authors")
+
+
+def pair_comp_authors(table: pd.DataFrame, pool_genders: bool = True) -> pd.DataFrame:
+    """PairComp as the authors' code computes it (src/visualization/assumptions.py,
+    ``calculate_pairwise_competition_and_significance``): share of docs with both X and Y in which X
+    was chosen minus share of docs with X and not Y in which X was chosen, **pooled over activities**
+    and as a **fraction** (the paper's S is a mean of per-activity percentages), genders pooled by
+    :func:`gender_neutral`. Returned in percentage points (x 100) so it compares with
+    :func:`pair_comp_matrix`; rows X, columns Y, NaN on the diagonal and where a side has no docs."""
+    t = _check(table).copy()
+    if pool_genders:
+        t["identity"] = t["identity"].map(gender_neutral)
+        t["partner"] = t["partner"].map(gender_neutral)
+    ids = sorted(pd.unique(t["identity"]))
+    with_counts = t.groupby(["identity", "partner"])["selected"].agg(["sum", "count"])
+    totals = t.groupby("identity")["selected"].agg(["sum", "count"])
+    out = pd.DataFrame(np.nan, index=ids, columns=ids)
+    for (x, y), row in with_counts.iterrows():
+        if x == y:
+            continue
+        rest_n = totals.loc[x, "count"] - row["count"]
+        if row["count"] > 0 and rest_n > 0:
+            out.loc[x, y] = 100.0 * (row["sum"] / row["count"] - (totals.loc[x, "sum"] - row["sum"]) / rest_n)
+    return out
+
+
+def _term_pairs(terms) -> list[tuple[str, str, str]]:
+    """(SSCM dimension, high term, low term) from the SSCM dictionary: a DataFrame or records with
+    ``term``, ``direction`` and ``pair_id`` (``high_s1`` / ``low_s1``; ``dictionary`` optional), or a
+    mapping term -> (dimension, direction, pair_id)."""
+    if isinstance(terms, Mapping):
+        rows = [{"term": t, "dictionary": v[0], "direction": v[1], "pair_id": v[2]} for t, v in terms.items()]
+    else:
+        rows = terms.to_dict("records") if isinstance(terms, pd.DataFrame) else list(terms)
+    high, low, dimension, order = {}, {}, {}, []
+    for r in rows:
+        key = str(r["pair_id"]).split("_", 1)[-1]
+        (high if str(r["direction"]).lower() == "high" else low)[key] = str(r["term"])
+        dimension.setdefault(key, str(r.get("dictionary", r.get("dimension", ""))))
+        if key not in order:
+            order.append(key)
+    return [(dimension[k], high[k], low[k]) for k in order if k in high and k in low]
+
+
+def gender_pooled_term_polarity(table: pd.DataFrame, terms) -> pd.DataFrame:
+    """Polarity per SSCM term pair with genders pooled -- paper Table 3 / Table 4 (Sec. 7.5) as the
+    authors' plotting code computes it (src/visualization/socialassumptions.py, "term-based heatmap
+    per taxonomy"):
+
+        polarity(i, high/low) = 100 * chosen(i, high) / shown(i, high) - 100 * chosen(i, low) / shown(i, low)
+
+    counts pooled over all docs (portrait pairs) asking the term, identity = :func:`gender_neutral`
+    descriptor (``"christian man"`` and ``"christian woman"`` -> ``"christian person"``). ``terms`` is
+    the SSCM dictionary (``sscm_dictionary.csv`` as a DataFrame, or term -> (dimension, direction,
+    pair_id)). Returns a DataFrame indexed by gender-pooled identity, one column per term pair named
+    ``"<high> - <low>"`` (dictionary order), percentage points. Unlike the authors' code (which fills
+    a missing identity with 0), a side with no docs gives NaN."""
+    t = _check(table).copy()
+    t["identity"] = t["identity"].map(gender_neutral)
+    counts = t.groupby(["identity", "context"])["selected"].agg(["sum", "count"])
+    rate = (100.0 * counts["sum"] / counts["count"]).unstack()
+    ids = sorted(pd.unique(t["identity"]))
+    columns = {}
+    for _, high_term, low_term in _term_pairs(terms):
+        high = rate[high_term] if high_term in rate.columns else pd.Series(np.nan, index=rate.index)
+        low = rate[low_term] if low_term in rate.columns else pd.Series(np.nan, index=rate.index)
+        columns[f"{high_term} - {low_term}"] = (high - low).reindex(ids)
+    return pd.DataFrame(columns, index=ids)
+
+
+def term_pair_dimensions(terms) -> dict[str, str]:
+    """Column name of :func:`gender_pooled_term_polarity` -> SSCM dimension (Table 3's "Trait")."""
+    return {f"{h} - {lo}": d for d, h, lo in _term_pairs(terms)}
+
+
+# -- pair-level resampling: bootstrap over image pairs, label swaps within pairs ------------------------------
+@dataclass(frozen=True)
+class PairDesign:
+    """Counts of one task arranged by image pair, for the pair bootstrap and the within-pair null.
+
+    Groups are (identity, context) cells. ``x0``/``n0`` (pairs x groups, sparse) hold each pair's
+    selections / answered docs as observed; ``x1``/``n1`` hold them with the two people's identity
+    labels swapped (the other person's outcomes credited to this identity). For a two-option
+    identity choice ``n1 == n0`` and ``x1 == n0 - x0``."""
+
+    pair_ids: np.ndarray
+    strata: np.ndarray
+    identities: np.ndarray
+    identity_stratum: np.ndarray
+    group_identity: np.ndarray
+    group_context: np.ndarray
+    x0: sparse.csr_matrix
+    n0: sparse.csr_matrix
+    x1: sparse.csr_matrix
+    n1: sparse.csr_matrix
+    cache: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def n_pairs(self) -> int:
+        return len(self.pair_ids)
+
+    def pairs_per_stratum(self) -> dict[str, int]:
+        labels, counts = np.unique(self.strata, return_counts=True)
+        return {str(k): int(v) for k, v in zip(labels, counts)}
+
+    def identity_matrix(self) -> sparse.csr_matrix:
+        """Groups x identities indicator."""
+        g = len(self.group_identity)
+        return sparse.csr_matrix((np.ones(g), (np.arange(g), self.group_identity)), shape=(g, len(self.identities)))
+
+
+def pair_design(frame: pd.DataFrame, value: str = "selected", stratum: str = "dimension") -> PairDesign:
+    """:class:`PairDesign` from a long table with columns ``pair_id``, ``identity``, ``partner``,
+    ``context``, ``stratum`` (the bias dimension) and ``value`` (0/1 per answered doc and person)."""
+    need = ["pair_id", "identity", "partner", "context", stratum, value]
+    missing = [c for c in need if c not in frame.columns]
+    if missing:
+        raise ValueError(f"pair design needs columns {missing}")
+    f = frame[need].copy()
+    f["pair_id"] = f["pair_id"].astype(str)
+    cells = f.groupby(["pair_id", "identity", "context"], sort=True).agg(
+        x=(value, "sum"), n=(value, "size"), partner=("partner", "first"), stratum=(stratum, "first")).reset_index()
+    pair_ids, pair_index = np.unique(cells["pair_id"].to_numpy(), return_inverse=True)
+    strata = cells.groupby("pair_id")["stratum"].first().reindex(pair_ids).astype(str).to_numpy()
+    identity_stratum = pd.concat([cells[["identity", "stratum"]],
+                                  cells[["partner", "stratum"]].rename(columns={"partner": "identity"})])
+    identity_stratum = identity_stratum.groupby("identity")["stratum"].first()
+    identities = identity_stratum.index.to_numpy()
+    id_index = {k: i for i, k in enumerate(identities)}
+    own = cells["identity"].map(id_index).to_numpy()
+    other = cells["partner"].map(id_index).to_numpy()
+    contexts, ctx_index = np.unique(cells["context"].astype(str).to_numpy(), return_inverse=True)
+    keys = np.unique(np.concatenate([own * len(contexts) + ctx_index, other * len(contexts) + ctx_index]))
+    g_own = np.searchsorted(keys, own * len(contexts) + ctx_index)
+    g_other = np.searchsorted(keys, other * len(contexts) + ctx_index)
+    shape = (len(pair_ids), len(keys))
+    x, n = cells["x"].to_numpy(float), cells["n"].to_numpy(float)
+
+    def mat(values, cols):
+        return sparse.csr_matrix((values, (pair_index, cols)), shape=shape)
+
+    return PairDesign(pair_ids, strata, identities, identity_stratum.astype(str).to_numpy(),
+                      keys // len(contexts), contexts[keys % len(contexts)],
+                      mat(x, g_own), mat(n, g_own), mat(x, g_other), mat(n, g_other))
+
+
+def _chunks(total: int, n_groups: int) -> list[slice]:
+    size = max(1, min(total, int(4e6 // max(n_groups, 1))))
+    return [slice(k, min(total, k + size)) for k in range(0, total, size)]
+
+
+def observed_counts(design: PairDesign) -> tuple[np.ndarray, np.ndarray]:
+    """(selections, answered docs) per group, shape (1, G)."""
+    return np.asarray(design.x0.sum(axis=0)), np.asarray(design.n0.sum(axis=0))
+
+
+def bootstrap_counts(design: PairDesign, weights: np.ndarray):
+    """Per chunk of replicates: (selections, answered) per group for pair multiplicities ``weights`` (B x P)."""
+    xt, nt = design.x0.T.tocsr(), design.n0.T.tocsr()
+    for part in _chunks(weights.shape[0], design.x0.shape[1]):
+        w = weights[part].T.astype(float)
+        yield (xt @ w).T, (nt @ w).T
+
+
+def swap_counts(design: PairDesign, swaps: np.ndarray):
+    """Per chunk of null draws: counts with the pairs flagged in ``swaps`` (B x P, 0/1) label-swapped."""
+    x, n = observed_counts(design)
+    dx, dn = (design.x1 - design.x0).T.tocsr(), (design.n1 - design.n0).T.tocsr()
+    for part in _chunks(swaps.shape[0], design.x0.shape[1]):
+        e = swaps[part].T.astype(float)
+        yield x + (dx @ e).T, n + (dn @ e).T
+
+
+def identity_rates(design: PairDesign, resp: np.ndarray, opt: np.ndarray, groups=None,
+                   pooled: bool = False) -> np.ndarray:
+    """Per identity (columns), per row: the paper's S = mean over the identity's contexts of
+    100 * selected / shown (Sec. 5), over the groups flagged by ``groups`` (all by default);
+    ``pooled=True`` gives 100 * sum selected / sum shown instead (factuality accuracy, the authors'
+    pooled S). NaN where the identity has no answered doc."""
+    mt = _masked_identity_matrix(design, groups, resp.shape[1])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if pooled:
+            return 100.0 * (mt @ resp.T).T / (mt @ opt.T).T
+    return _mean_rates(mt, *_group_rates(resp, opt))
+
+
+def _masked_identity_matrix(design: PairDesign, groups, n_groups: int) -> sparse.csr_matrix:
+    """identities x groups indicator of the flagged groups (cached on the design)."""
+    mask = np.ones(n_groups, bool) if groups is None else np.asarray(groups, bool)
+    key = ("identity_rates", mask.tobytes())
+    mt = design.cache.get(key)
+    if mt is None:  # sparse @ dense is the fast product
+        mt = design.cache[key] = (sparse.diags(mask.astype(float)) @ design.identity_matrix()).T.tocsr()
+    return mt
+
+
+def _group_rates(resp: np.ndarray, opt: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(100 * selected / shown with 0 where nothing was shown, shown > 0) per group, transposed (G x rows)."""
+    valid = opt > 0
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rate = np.where(valid, 100.0 * resp / np.where(valid, opt, 1.0), 0.0)
+    return np.ascontiguousarray(rate.T), np.ascontiguousarray(valid.T, dtype=float)
+
+
+def _mean_rates(mt: sparse.csr_matrix, rate_t: np.ndarray, valid_t: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (mt @ rate_t).T / (mt @ valid_t).T
+
+
+def spread_by_stratum(design: PairDesign, per_identity: np.ndarray) -> dict[str, np.ndarray]:
+    """max - min over each stratum's identities (NaN identities ignored; NaN with none)."""
+    out = {}
+    for s in np.unique(design.identity_stratum):
+        cols = per_identity[:, design.identity_stratum == s]
+        has = np.any(~np.isnan(cols), axis=1)
+        safe = np.where(np.isnan(cols), 0.0, cols)
+        hi = np.where(np.isnan(cols), -np.inf, safe).max(axis=1)
+        lo = np.where(np.isnan(cols), np.inf, safe).min(axis=1)
+        out[str(s)] = np.where(has, hi - lo, np.nan)
+    return out
+
+
+def polarity_masks(design: PairDesign, terms: Mapping[str, tuple[str, str]]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """SSCM dimension -> (groups asking one of its high-valence terms, groups asking a low-valence one)."""
+    ctx = design.group_context
+    dim = np.array([terms.get(c, ("", ""))[0] for c in ctx])
+    direction = np.array([terms.get(c, ("", ""))[1] for c in ctx])
+    return {d: ((dim == d) & (direction == "high"), (dim == d) & (direction == "low"))
+            for d in sorted({v[0] for v in terms.values()})}
+
+
+def polarity_cells(design: PairDesign, resp: np.ndarray, opt: np.ndarray,
+                   masks: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    """Polarity, rows x identities x SSCM dimensions (``masks`` from :func:`polarity_masks`):
+    S_high - S_low (Sec. 5), S over the dimension's high- / low-valence terms as in :func:`polarity`."""
+    out = np.full((resp.shape[0], len(design.identities), len(masks)), np.nan)
+    rates = _group_rates(resp, opt)
+    for k, (high, low) in enumerate(masks.values()):
+        out[:, :, k] = (_mean_rates(_masked_identity_matrix(design, high, resp.shape[1]), *rates)
+                        - _mean_rates(_masked_identity_matrix(design, low, resp.shape[1]), *rates))
+    return out
+
+
+def mean_abs_polarity_by_stratum(design: PairDesign, polarity_array: np.ndarray) -> dict[str, np.ndarray]:
+    """Per stratum: mean over its identities of the mean |polarity| over SSCM dimensions with a
+    defined polarity (as :func:`mean_abs_polarity`); NaN cells are skipped (count them with
+    :func:`undefined_polarity_cells`)."""
+    a = np.abs(polarity_array)
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        per_identity = np.nanmean(a, axis=2)
+        return {str(s): np.nanmean(per_identity[:, design.identity_stratum == s], axis=1)
+                for s in np.unique(design.identity_stratum)}
+
+
+def undefined_polarity_cells(design: PairDesign, polarity_array: np.ndarray) -> dict[str, int]:
+    """Per stratum: identity x SSCM-dimension cells whose polarity is undefined (no answered doc for
+    the high or the low terms), which :func:`mean_abs_polarity` skips."""
+    first = np.isnan(polarity_array[0])
+    return {str(s): int(first[design.identity_stratum == s].sum()) for s in np.unique(design.identity_stratum)}
+
+
+@dataclass
+class ResampledSummary:
+    """Estimates with pair-bootstrap stderr / 95 % percentile interval and within-pair swap null."""
+
+    estimate: dict[str, float]
+    stderr: dict[str, float]
+    ci_low: dict[str, float]
+    ci_high: dict[str, float]
+    null: dict[str, float]
+    p_null: dict[str, float]
+    too_few_pairs: list[str]
+    replicates: dict[str, np.ndarray]
+
+
+def pair_resampled_summary(design: PairDesign, metric: Callable[[np.ndarray, np.ndarray], dict[str, np.ndarray]],
+                           n_boot: int, n_null: int, seed: int, stratum_of: Mapping[str, str] | None = None,
+                           level: float = 0.95, interval: str = "percentile",
+                           bounds: tuple[float, float] = (-np.inf, np.inf)) -> ResampledSummary:
+    """Every metric key of ``metric(selected, shown) -> {key: values per row}``, with
+
+    - a cluster bootstrap over image pairs, resampled within bias dimension (``design.strata``):
+      stderr (sd of replicates) and percentile interval; a key whose stratum
+      (``stratum_of[key]``, else the key itself when it names a stratum, else all pairs) has fewer
+      than two pairs gets NaN (listed in ``too_few_pairs``). ``interval="percentile"``: the
+      replicates' 2.5 / 97.5 % quantiles; ``"basic"``: 2 * estimate - those quantiles, clipped to
+      ``bounds`` -- for magnitudes (max - min, mean |.|) whose estimate is biased upward by noise:
+      the percentile interval repeats that bias (coverage 10 % for mean_abs_polarity at the paper's
+      stereotype design), the basic interval subtracts it (scripts/calibration/vignette.py);
+    - a null floor: the two people's identity labels swapped with probability 1/2 per pair (all the
+      pair's docs together -- the design's within-pair permutation); ``null`` = mean of the metric
+      under it, ``p_null`` = (1 + #{null >= observed}) / (1 + draws), one-sided "more than chance".
+    """
+    from lm_eval_bias.stats.bootstrap import cluster_bootstrap_weights, summarize_replicates
+
+    resp, opt = observed_counts(design)
+    est = {k: float(v[0]) for k, v in metric(resp, opt).items()}
+    boot = {k: [] for k in est}
+    if n_boot and design.n_pairs:
+        for r, o in bootstrap_counts(design, cluster_bootstrap_weights(design.strata, n_boot, seed)):
+            for k, v in metric(r, o).items():
+                boot[k].append(v)
+    nulls = {k: [] for k in est}
+    if n_null and design.n_pairs:
+        swaps = np.random.default_rng([seed, 1]).integers(0, 2, size=(n_null, design.n_pairs))
+        for r, o in swap_counts(design, swaps):
+            for k, v in metric(r, o).items():
+                nulls[k].append(v)
+    per_stratum = design.pairs_per_stratum()
+    out = ResampledSummary({}, {}, {}, {}, {}, {}, [], {})
+    for k, value in est.items():
+        stratum = stratum_of.get(k) if stratum_of is not None else (k if k in per_stratum else None)
+        n_pairs = per_stratum.get(stratum, 0) if stratum is not None else design.n_pairs
+        reps = np.concatenate(boot[k]) if boot[k] else np.array([])
+        out.replicates[k] = reps
+        s = summarize_replicates(reps, level)
+        ok = n_pairs >= 2 and not np.isnan(value)
+        if not ok and n_boot and not np.isnan(value):
+            out.too_few_pairs.append(k)
+        out.estimate[k] = value
+        low, high = s.ci_low, s.ci_high
+        if interval == "basic":
+            low, high = (float(np.clip(2 * value - high, *bounds)), float(np.clip(2 * value - low, *bounds)))
+        elif interval != "percentile":
+            raise ValueError(f"interval must be 'percentile' or 'basic', got {interval!r}")
+        out.stderr[k], out.ci_low[k], out.ci_high[k] = (s.stderr, low, high) if ok else (np.nan,) * 3
+        null = np.concatenate(nulls[k]) if nulls[k] else np.array([])
+        null = null[~np.isnan(null)]
+        out.null[k] = float(null.mean()) if null.size and not np.isnan(value) else np.nan
+        out.p_null[k] = (float((1 + np.sum(null >= value - 1e-9)) / (1 + null.size))
+                         if null.size and not np.isnan(value) else np.nan)
+    return out
+
+
+# -- identity tests -------------------------------------------------------------------------------------------
+#: Up to this many pairs an identity's sign-flip null is enumerated exactly; beyond, the normal
+#: approximation of the sign-flip sum (variance sum c_p^2) is used.
+EXACT_SIGN_FLIP_MAX_PAIRS = 12
+
+
+def _sign_flip_p(c: np.ndarray) -> float:
+    """Two-sided p of T = sum_p c_p against T* = sum_p e_p c_p, e_p = +-1 uniformly (pairs swapped)."""
+    from scipy.stats import norm
+
+    c = c[c != 0]
+    t = abs(c.sum())
+    if c.size == 0:
+        return 1.0
+    if c.size <= EXACT_SIGN_FLIP_MAX_PAIRS:
+        signs = 1 - 2 * ((np.arange(2 ** c.size)[:, None] >> np.arange(c.size)) & 1)
+        return float(np.mean(np.abs(signs @ c) >= t - 1e-9))
+    return float(2 * norm.sf(t / np.sqrt(np.sum(c ** 2))))
+
+
+def identity_pair_tests(table: pd.DataFrame, method: str = "holm") -> pd.DataFrame:
+    """Per identity: is it chosen more or less than its partners, respecting that all answers about
+    one image pair share the pair (position, images)? Calibrated default for the paper's identity
+    significance (Sec. 6, "black hearts").
+
+    Statistic: S(i) - 50, with S the paper's selection frequency (Sec. 5). It is a sum over pairs,
+    S(i) - 50 = sum_p c_ip with c_ip = sum_a 100 (x_ipa - n_ipa / 2) / (|A_i| n_opt(i, a)); swapping
+    the two people's labels in pair p (all of its docs at once) turns x into n - x, i.e. flips the sign
+    of c_ip. Under "no identity preference" (any left/right, per-image or per-pair preference allowed)
+    every sign pattern is equally likely, so the p-value is the two-sided sign-flip p: exact
+    enumeration up to ``EXACT_SIGN_FLIP_MAX_PAIRS`` pairs, else the normal approximation
+    z = sum c / sqrt(sum c^2). ``p_holm``: Holm across the identities (the family). ``p_paper`` /
+    ``p_paper_holm``: :func:`identity_fisher_tests` (every answer independent; not calibrated).
+    Needs ``pair_id`` and ``dimension`` columns (option table of :mod:`lm_eval_bias.tasks.vignette`)."""
+    from statsmodels.stats.multitest import multipletests
+
+    design = pair_design(table)
+    resp, opt = observed_counts(design)
+    m = design.identity_matrix()
+    n_ctx = np.asarray((opt > 0).astype(float) @ m).ravel()
+    group_opt = opt.ravel()
+    scale = np.where(group_opt > 0, 100.0 / (np.where(group_opt > 0, group_opt, 1) *
+                                             n_ctx[design.group_identity].clip(min=1)), 0.0)
+    dev = (design.x0 - design.n0 * 0.5).multiply(scale[None, :]).tocsr()
+    contrib = (dev @ m).toarray()  # pairs x identities
+    s = identity_rates(design, resp, opt).ravel()
+    n_pairs = np.asarray(((design.n0 @ m) > 0).sum(axis=0)).ravel()
+    rows = []
+    for k, identity in enumerate(design.identities):
+        rows.append((identity, design.identity_stratum[k], s[k], int(n_pairs[k]),
+                     _sign_flip_p(contrib[:, k]) if not np.isnan(s[k]) else np.nan))
+    out = pd.DataFrame(rows, columns=["identity", "dimension", "selection_frequency", "n_pairs", "p_value"]).set_index("identity")
+    ok = out["p_value"].notna()
+    out["p_holm"] = np.nan
+    if ok.any():
+        out.loc[ok, "p_holm"] = multipletests(out.loc[ok, "p_value"], method=method)[1]
+    fisher = identity_fisher_tests(table, method=method)
+    out["p_paper"] = fisher["p_value"].reindex(out.index)
+    out["p_paper_holm"] = fisher["p_corrected"].reindex(out.index)
+    out["correction"] = method
+    return out
+
+
+# -- vision vs text (Sec. 7.4) --------------------------------------------------------------------------------
+def vision_text_tests(vision: pd.DataFrame, text: pd.DataFrame, method: str = "holm") -> pd.DataFrame:
+    """Per identity: delta = S_vision - S_text (the paper's S, percentage points; Sec. 7.4, Fig. 6) and
+    its significance.
+
+    ``p_paper``: the paper's z-test ("Deltas are statistically significant as determined by
+    z-scores", footnote 4), taken as the two-proportion z-test of pooled chosen / shown counts
+    (``statsmodels.stats.proportion.proportions_ztest``), every answer independent. ``p_value``
+    (calibrated default): the two tasks ask the same pairs, so per pair p the identity's share of
+    choices differs by d_p = (x_vis - x_text) / n; under "the image changes nothing for this
+    identity" the two modality labels are exchangeable within a pair, i.e. d_p has a random sign:
+    two-sided sign-flip test of sum_p d_p (exact up to ``EXACT_SIGN_FLIP_MAX_PAIRS`` pairs, else
+    normal). ``p_holm`` / ``p_paper_holm``: Holm across identities."""
+    from statsmodels.stats.multitest import multipletests
+    from statsmodels.stats.proportion import proportions_ztest
+
+    delta = (selection_frequency(vision) - selection_frequency(text)).dropna()
+    per_pair = []
+    for t in (vision, text):
+        g = t.groupby(["identity", t["pair_id"].astype(str)])["selected"].agg(["sum", "count"])
+        per_pair.append(g["sum"] / g["count"])
+    d = (per_pair[0] - per_pair[1]).dropna()
+    totals = [t.groupby("identity")["selected"].agg(["sum", "count"]) for t in (vision, text)]
+    rows = []
+    for identity, value in delta.items():
+        c = d.loc[identity].to_numpy() if identity in d.index.get_level_values(0) else np.array([])
+        counts = np.array([totals[0].loc[identity, "sum"], totals[1].loc[identity, "sum"]])
+        nobs = np.array([totals[0].loc[identity, "count"], totals[1].loc[identity, "count"]])
+        if counts.sum() in (0, nobs.sum()):
+            p_paper = 1.0
+        else:
+            p_paper = float(proportions_ztest(counts, nobs)[1])
+        rows.append((identity, float(value), len(c), _sign_flip_p(c) if len(c) else np.nan, p_paper))
+    out = pd.DataFrame(rows, columns=["identity", "delta", "n_pairs", "p_value", "p_paper"]).set_index("identity")
+    for col, holm in (("p_value", "p_holm"), ("p_paper", "p_paper_holm")):
+        ok = out[col].notna()
+        out[holm] = np.nan
+        if ok.any():
+            out.loc[ok, holm] = multipletests(out.loc[ok, col], method=method)[1]
+    return out
