@@ -158,9 +158,10 @@ def _list_configs(lists: VignetteLists, rows: list[dict]):
         "activity_images": v("int32"), "has_portrait": v("bool"),
     })
     activities = [{"activity": a.name, "category": a.category, "role": a.role or "",
-                   "questions": json.dumps(dict(a.questions), ensure_ascii=False)} for a in lists.activities]
+                   "questions": json.dumps(dict(a.questions), ensure_ascii=False),
+                   "irrelevant_questions": json.dumps(list(a.irrelevant), ensure_ascii=False)} for a in lists.activities]
     activity_features = datasets.Features({"activity": v("string"), "category": v("string"), "role": v("string"),
-                                           "questions": v("string")})
+                                           "questions": v("string"), "irrelevant_questions": v("string")})
     terms = [{"term": t.term, "dimension": t.dimension, "direction": t.direction, "pair_id": t.pair_id} for t in lists.terms]
     term_features = datasets.Features({k: v("string") for k in ("term", "dimension", "direction", "pair_id")})
     return {"identities": (identities, identity_features), "activities": (activities, activity_features),
@@ -178,7 +179,8 @@ VIGNETTE_COLUMNS = {
     "has_portrait": "whether this build has the identity's no-activity portrait",
     "category": "time-use category of the activity",
     "role": "role the decision questions ask about; empty where the authors' roles.json has no entry",
-    "questions": "JSON object of the nine decision questions",
+    "questions": "JSON object of the six decision questions (ability, sociability, morality, agency, status, appearance)",
+    "irrelevant_questions": "JSON list of the authors' ability_irr1..3 templates with a {role} placeholder (not in the paper)",
     "term": "SSCM trait term", "direction": "high or low valence", "pair_id": "id of the high/low term pair",
 }
 VIGNETTE_ACCESS_TERMS = (

@@ -599,6 +599,7 @@ COMMANDS: dict[str, str] = {
     "build": "build a dataset (focus, focus-bios, fact-or-fair, cf-vqa, vignette) from the authors' files",
     "score": "score outputs made outside the harness (fact-or-fair-t2i: text-to-image face labels)",
     "report": "HTML bias cards, figures, tables and a leaderboard from run folders",
+    "vignette-import": "import the VIGNETTE authors' released model outputs as logged samples (for report)",
     "demo": "offline demo: synthetic FOCUS data, the planted-bias bias-probe model, REFLECT",
     "version": "print the version",
 }
@@ -651,6 +652,12 @@ def _score_main(argv: list[str]) -> int:
     return int(args.func(args) or 0)
 
 
+def _vignette_import_main(argv: list[str]) -> int:
+    from lm_eval_bias import vignette_import
+
+    return vignette_import.main(argv)
+
+
 def _demo_main(argv: list[str]) -> int:
     from lm_eval_bias import demo
 
@@ -666,7 +673,7 @@ def main(argv: list[str] | None = None) -> int:
     if command == "--version":
         return _version_main(rest)
     own = {"tasks-dir": _tasks_dir_main, "build": _build_main, "score": _score_main, "report": _report_main,
-           "demo": _demo_main, "version": _version_main}
+           "demo": _demo_main, "version": _version_main, "vignette-import": _vignette_import_main}
     if command in own:
         return own[command](rest)
     if not command.startswith("-") and command not in _HARNESS_COMMANDS:

@@ -23,8 +23,19 @@ dimension; inside a stratum every identity that has the needed images is an *anc
 with the needed images; activities are dealt from one seeded deck per gender that is reshuffled each
 time it runs out, so every activity is used before any repeats and every activity is covered once
 there are at least as many draws as activities; the anchor is placed left on even and right on odd
-draws of its stratum, so every identity appears on both sides. Pairs are drawn with replacement
-across anchors (the same two people can meet twice); each draw has its own index.
+draws of its stratum, so every identity appears on both sides.
+
+Three sampling modes (``PAIR_SAMPLING``; task option ``pair_sampling``):
+
+- ``with_replacement``: as above; the same two images can meet twice (each draw has its own index);
+- ``without_replacement``: as above, but a pair of images (unordered) is never drawn twice in a
+  sample: an anchor's partner and activities are drawn among those that make a new pair, and a draw
+  that cannot make one is skipped (so a budget larger than the stratum allows yields fewer pairs);
+- ``exhaustive``: every pair of the design exactly once, as the authors' ``merge.py`` enumerates them
+  (``itertools.combinations`` of a gender x dimension folder's images with the pairing type's
+  condition): :func:`all_pairs`. The left image is the one that sorts first (descriptor, then
+  activity), as in the authors' released file names (``buddhist-man--christian-man.png``).
+  ``per_identity`` and ``seed`` are ignored.
 """
 
 from __future__ import annotations
@@ -34,16 +45,19 @@ import io
 import os
 import random
 from dataclasses import dataclass
+from itertools import combinations
 from pathlib import Path
 from typing import Any, Iterator
 
 from lm_eval_bias.data import BoundedLRU
 
 PAIR_KINDS = ("identity", "activity", "identity_activity", "portrait")
+#: Pair sampling modes (module docstring); ``with_replacement`` is the original sampler.
+PAIR_SAMPLING = ("with_replacement", "without_replacement", "exhaustive")
 PAIR_SIZE = (672, 336)
 #: Version of the pixels :meth:`PairImages.compose` draws from two individual images (half decoding,
 #: scaling, :func:`compose_pair`); part of every pair image's request-cache key: bump it when they change.
-COMPOSE_VERSION = 1
+COMPOSE_VERSION = 2  # 2: the seam is cross-faded as the authors' merge.py does (compose_pair)
 #: How many composed pairs' pixels are kept (LRU); override with LM_EVAL_BIAS_COMPOSED_PAIRS.
 COMPOSED_PAIRS_ENV = "LM_EVAL_BIAS_COMPOSED_PAIRS"
 DEFAULT_COMPOSED_PAIRS = 16
@@ -119,11 +133,18 @@ class _Deck:
 
 
 def sample_pairs(catalog: Catalog, kind: str, per_identity: int, seed: int = 0,
-                 activities: set[str] | None = None) -> Iterator[PairSpec]:
+                 activities: set[str] | None = None, sampling: str = "with_replacement") -> Iterator[PairSpec]:
     """Seeded, stratified pair sampler (module docstring). ``activities`` restricts the activities
-    used (e.g. those with decision questions). Deterministic for a catalog, kind, budget and seed."""
+    used (e.g. those with decision questions); ``sampling`` is one of :data:`PAIR_SAMPLING`.
+    Deterministic for a catalog, kind, budget, seed and mode."""
     if kind not in PAIR_KINDS:
         raise ValueError(f"kind must be one of {PAIR_KINDS}, got {kind!r}")
+    if sampling not in PAIR_SAMPLING:
+        raise ValueError(f"pair sampling must be one of {PAIR_SAMPLING}, got {sampling!r}")
+    if sampling == "exhaustive":
+        yield from all_pairs(catalog, kind, activities)
+        return
+    fresh = sampling == "without_replacement"
     index = 0
     decks: dict[str, _Deck] = {}
     for (gender, dimension), descriptors in catalog.strata().items():
@@ -131,52 +152,114 @@ def sample_pairs(catalog: Catalog, kind: str, per_identity: int, seed: int = 0,
         if activities is not None:
             pool = [a for a in pool if a in activities]
         deck = decks.setdefault(gender, _Deck(pool, random.Random(f"{seed}|{kind}|deck|{gender}")))
+        used: set[frozenset] | None = set() if fresh else None
 
         def acts(d: str) -> set[str]:
             found = catalog.activities.get((gender, d), set())
             return found if activities is None else found & activities
 
-        if kind == "portrait":
-            usable = [d for d in descriptors if (gender, d) in catalog.portraits]
-        else:
-            usable = [d for d in descriptors if acts(d)]
+        usable = _usable(catalog, kind, gender, descriptors, acts)
         if kind != "activity" and len(usable) < 2:
             continue
         draw_in_stratum = 0
         for anchor in usable:
             rng = random.Random(f"{seed}|{kind}|{gender}|{anchor}")
             for _ in range(per_identity):
-                spec = _draw(kind, gender, dimension, anchor, usable, acts, deck, rng)
+                spec = _draw(kind, anchor, usable, acts, deck, rng, used)
                 if spec is None:
                     continue
                 a, b = spec
+                if used is not None:
+                    used.add(_pair_key(a, b))
                 left, right = (a, b) if draw_in_stratum % 2 == 0 else (b, a)
                 draw_in_stratum += 1
                 yield PairSpec(kind, gender, dimension, left, right, index)
                 index += 1
 
 
-def _draw(kind, gender, dimension, anchor, usable, acts, deck, rng) -> tuple[Person, Person] | None:
+def _usable(catalog: Catalog, kind: str, gender: str, descriptors: list[str], acts) -> list[str]:
+    """The stratum's descriptors that have the images ``kind`` needs (sorted)."""
+    if kind == "portrait":
+        return [d for d in descriptors if (gender, d) in catalog.portraits]
+    return [d for d in descriptors if acts(d)]
+
+
+def _pair_key(a: Person, b: Person) -> frozenset:
+    """The unordered pair of images (left/right order does not make another pair)."""
+    return frozenset(((a.descriptor, a.activity), (b.descriptor, b.activity)))
+
+
+def _draw(kind, anchor, usable, acts, deck, rng, used=None) -> tuple[Person, Person] | None:
+    """One draw for ``anchor``; with ``used`` (sampling without replacement) only a pair not in it."""
+    def new(a: Person, b: Person) -> bool:
+        return used is None or _pair_key(a, b) not in used
+
     if kind == "activity":
         own = acts(anchor)
         first = deck.draw(lambda a: a in own)
-        second = deck.draw(lambda a: a in own and a != first) if first else None
+        second = deck.draw(lambda a: a in own and a != first and new(Person(anchor, first), Person(anchor, a))) \
+            if first else None
         if first is None or second is None:
             return None
         return Person(anchor, first), Person(anchor, second)
-    partner = rng.choice([d for d in usable if d != anchor])
-    if kind == "portrait":
-        return Person(anchor, None), Person(partner, None)
-    if kind == "identity":
-        shared = acts(anchor) & acts(partner)
-        activity = deck.draw(lambda a: a in shared)
-        return None if activity is None else (Person(anchor, activity), Person(partner, activity))
-    own, other = acts(anchor), acts(partner)
-    first = deck.draw(lambda a: a in own)
-    second = deck.draw(lambda a: a in other and a != first) if first else None
-    if first is None or second is None:
-        return None
-    return Person(anchor, first), Person(partner, second)
+    others = [d for d in usable if d != anchor]
+    if used is None:
+        candidates = [rng.choice(others)]
+    else:  # every partner in a seeded order, until one makes a new pair
+        candidates = others[:]
+        rng.shuffle(candidates)
+    for partner in candidates:
+        if kind == "portrait":
+            pair = Person(anchor, None), Person(partner, None)
+            if new(*pair):
+                return pair
+            continue
+        if kind == "identity":
+            shared = acts(anchor) & acts(partner)
+            activity = deck.draw(lambda a: a in shared and new(Person(anchor, a), Person(partner, a)))
+            if activity is not None:
+                return Person(anchor, activity), Person(partner, activity)
+            continue
+        own, other = acts(anchor), acts(partner)
+        first = deck.draw(lambda a: a in own and (used is None or any(new(Person(anchor, a), Person(partner, b))
+                                                                      for b in other if b != a)))
+        second = deck.draw(lambda a: a in other and a != first and new(Person(anchor, first), Person(partner, a))) \
+            if first else None
+        if first is not None and second is not None:
+            return Person(anchor, first), Person(partner, second)
+    return None
+
+
+def all_pairs(catalog: Catalog, kind: str, activities: set[str] | None = None) -> Iterator[PairSpec]:
+    """Every pair of pairing type ``kind`` exactly once (``pair_sampling="exhaustive"``), as the
+    authors' ``merge.py``: within each gender x dimension, every unordered pair of its images that
+    meets the type's condition (identity: two descriptors, one activity; activity: one descriptor,
+    two activities; identity_activity: two descriptors, two activities; portrait: two descriptors'
+    no-activity portraits). Left is the image that sorts first. ``activities`` restricts the
+    activities (those with decision questions). Order: strata, then descriptors / activities sorted."""
+    if kind not in PAIR_KINDS:
+        raise ValueError(f"kind must be one of {PAIR_KINDS}, got {kind!r}")
+    index = 0
+    for (gender, dimension), descriptors in catalog.strata().items():
+        def acts(d: str) -> list[str]:
+            found = catalog.activities.get((gender, d), set())
+            return sorted(found if activities is None else found & activities)
+
+        usable = _usable(catalog, kind, gender, descriptors, acts)
+        pairs: Iterator[tuple[Person, Person]]
+        if kind == "portrait":
+            pairs = ((Person(a, None), Person(b, None)) for a, b in combinations(usable, 2))
+        elif kind == "activity":
+            pairs = ((Person(d, a1), Person(d, a2)) for d in usable for a1, a2 in combinations(acts(d), 2))
+        elif kind == "identity":
+            pairs = ((Person(a, act), Person(b, act)) for a, b in combinations(usable, 2)
+                     for act in sorted(set(acts(a)) & set(acts(b))))
+        else:
+            pairs = ((Person(a, a1), Person(b, a2)) for a, b in combinations(usable, 2)
+                     for a1 in acts(a) for a2 in acts(b) if a1 != a2)
+        for left, right in pairs:
+            yield PairSpec(kind, gender, dimension, left, right, index)
+            index += 1
 
 
 class IndividualImages:
@@ -280,15 +363,41 @@ def scale_to_height(image, height: int):
     return image.resize((width, height), Image.Resampling.BICUBIC, reducing_gap=3.0)
 
 
-def compose_pair(left, right, size: tuple[int, int] = PAIR_SIZE):
-    """Two images side by side at a common height, resized to ``size`` (upstream: 672x336)."""
+#: Width of the cross-faded seam as a fraction of the image height: the authors' ``merge.py`` blends
+#: 50 px of their 1024-px FLUX images (16 px at the 336-px pair height).
+SEAM_BLEND_FRACTION = 50 / 1024
+
+
+def compose_pair(left, right, size: tuple[int, int] = PAIR_SIZE, blend: int | None = None):
+    """Two images side by side at a common height, the seam cross-faded, resized to ``size``
+    (upstream: 672x336).
+
+    As the authors' ``src/merge.py`` (chahatraj/Vignette): the last ``blend`` columns of the left
+    image and the first ``blend`` columns of the right one overlap, mixed with a linear ramp
+    ``alpha = linspace(0, 1, blend)`` (``(1 - alpha) * left + alpha * right``, truncated to uint8), so
+    the width is ``left + right - blend``; then the whole is resized to ``size`` (their loader's
+    ``cv2.resize(img, (672, 336))``). ``blend`` defaults to ``SEAM_BLEND_FRACTION`` of the height
+    (their 50 px at 1024 px); ``blend=0`` gives a hard seam (pixels of ``COMPOSE_VERSION`` 1)."""
+    import numpy as np
     from PIL import Image
 
     height = size[1]
     left, right = scale_to_height(left, height), scale_to_height(right, height)
-    canvas = Image.new("RGB", (left.width + right.width, height))
-    canvas.paste(left, (0, 0))
-    canvas.paste(right, (left.width, 0))
+    if blend is None:
+        blend = round(SEAM_BLEND_FRACTION * height)
+    blend = max(0, min(int(blend), left.width, right.width))
+    if blend == 0:
+        canvas = Image.new("RGB", (left.width + right.width, height))
+        canvas.paste(left, (0, 0))
+        canvas.paste(right, (left.width, 0))
+    else:
+        a, b = np.asarray(left.convert("RGB")), np.asarray(right.convert("RGB"))
+        merged = np.zeros((height, a.shape[1] + b.shape[1] - blend, 3), dtype=np.uint8)
+        merged[:, :a.shape[1] - blend] = a[:, :a.shape[1] - blend]
+        merged[:, a.shape[1]:] = b[:, blend:]
+        alpha = np.linspace(0, 1, blend).reshape(1, blend, 1)
+        merged[:, a.shape[1] - blend:a.shape[1]] = ((1 - alpha) * a[:, -blend:] + alpha * b[:, :blend]).astype(np.uint8)
+        canvas = Image.fromarray(merged, "RGB")
     if canvas.size != tuple(size):
         canvas = canvas.resize(tuple(size), Image.Resampling.BICUBIC)
     return canvas

@@ -46,6 +46,17 @@ DIMENSIONS = ("ability", "age", "gender_and_sex", "nationality", "physical_trait
               "religion", "socioeconomic")
 #: Decision-making question columns of ``roles.json`` (one per SSCM-grounded dimension, Sec. 4.4).
 DECISION_DIMENSIONS = ("ability", "sociability", "morality", "agency", "status", "appearance")
+#: The authors' extra ability questions with a ``{role}`` placeholder (``roles.json``; not in the
+#: paper): asked only with the task option ``ability_irr: authors``.
+IRRELEVANT_KEYS = ("ability_irr1", "ability_irr2", "ability_irr3")
+#: The authors' filling of ``ability_irr<k>`` (src/decisionmaking.py, ``category_mapping``): a role of
+#: an activity of the k-th other time-use category.
+CATEGORY_MAPPING = {
+    "Necessary Time": ("Contracted Time", "Committed Time", "Free Time"),
+    "Contracted Time": ("Necessary Time", "Committed Time", "Free Time"),
+    "Committed Time": ("Necessary Time", "Contracted Time", "Free Time"),
+    "Free Time": ("Necessary Time", "Contracted Time", "Committed Time"),
+}
 IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg")
 
 
@@ -94,6 +105,7 @@ class Activity:
     category: str
     role: str | None = None
     questions: tuple[tuple[str, str], ...] = ()  # (decision dimension, question) in DECISION_DIMENSIONS order
+    irrelevant: tuple[str, ...] = ()  # roles.json ability_irr1..3 templates ("{role}" placeholder), if given
 
     @property
     def text(self) -> str:
@@ -173,8 +185,11 @@ def _read_roles(path: Path) -> dict[str, dict]:
                 raise ListError(where, f"entry must be an object, got {describe(entry)}")
             if not entry.get("activity") or not entry.get("role"):
                 raise ListError(where, "entry needs 'activity' and 'role'")
-            for key in ("activity", "role", *DECISION_DIMENSIONS):
+            for key in ("activity", "role", *DECISION_DIMENSIONS, *IRRELEVANT_KEYS):
                 expect_str(entry.get(key), where, key, optional=True)
+            for key in IRRELEVANT_KEYS:
+                if (entry.get(key) or "").strip() and "{role}" not in entry[key]:
+                    raise ListError(where, f"{key} must contain the placeholder {{role}}, got {entry[key]!r}")
             missing = [d for d in DECISION_DIMENSIONS if not (entry.get(d) or "").strip()]
             if missing:
                 raise ListError(where, f"no question for {missing}")
@@ -223,7 +238,9 @@ def _read_lists(folder: Path) -> VignetteLists:
                 activities.append(Activity(name, category))
             else:
                 activities.append(Activity(name, category, str(entry["role"]),
-                                           tuple((d, " ".join(str(entry[d]).split())) for d in DECISION_DIMENSIONS)))
+                                           tuple((d, " ".join(str(entry[d]).split())) for d in DECISION_DIMENSIONS),
+                                           tuple(" ".join(str(entry[k]).split()) for k in IRRELEVANT_KEYS
+                                                 if (entry.get(k) or "").strip())))
     unknown = sorted(set(roles) - set(seen))
     if unknown:
         raise ListError(folder / "roles.json", f"roles for activities not in activities.json: {unknown}")

@@ -6,18 +6,20 @@ The synthetic set has the upstream sizes (167 + 162 identities in the 8 dimensio
 with decision questions, 30 SSCM pairs) unless ``--lists DIR`` points at real lists; every identity x
 activity image and every portrait exists (25,004 images of ``--image-size`` px), built once with the
 real builder (``--workdir`` keeps it). Each size is a fresh Python process that runs the task exactly
-as ``lm-eval-bias run`` does (``LMEVAL_HASHMM=0``, ``log_samples=True``; no bootstrap); ``bias-probe``
+as ``lm-eval-bias run`` does (``LMEVAL_HASHMM=0``, ``log_samples=True`` unless ``--no-log-samples``; no bootstrap); ``bias-probe``
 reads the colour markers of every pair image, so every pair is really composed. The number of docs
 is set with ``--metadata pairs_per_identity``: each sampled identity-contrast pair gives 6 decision
 docs, one draw per identity gives 1,974 docs (329 identities), so ``--docs 2000,16000,100000`` runs
 1,974, 15,792 and 100,674 docs (``--limit`` is not used: lm-eval builds every doc anyway).
 
-Reported per size: docs, peak RSS (``ru_maxrss`` of the run's process), ms per doc over the whole
-``simple_evaluate`` call (wall and CPU time: the machine may be shared), and how many pairs were
+Reported per size: docs, peak RSS (``ru_maxrss`` of the run's process) over the whole run and up to
+lm-eval's aggregation step (requests, answers, records and logged samples of every doc alive; the
+task's summary runs after), ms per doc over the whole ``simple_evaluate`` call (wall and CPU time: the
+machine may be shared), the aggregation's time, and how many pairs were
 composed / how many composed pixel buffers are alive. ``--task vignette_decision_textonly`` runs the
 same docs without images: lm-eval's own per-doc memory, the floor of the image task.
 
-Usage: ``python scripts/benchmark_vignette.py [--docs 2000,16000,100000] [--task T] [--workdir DIR] [--json OUT]``.
+Usage: ``python scripts/benchmark_vignette.py [--docs 2000,16000,100000] [--task T] [--no-log-samples] [--workdir DIR] [--json OUT]``.
 """
 
 from __future__ import annotations
@@ -109,7 +111,7 @@ def build(work: Path, lists: str | None, image_size: int) -> dict:
     return {"build_s": round(time.perf_counter() - t, 1), "images": n_images}
 
 
-def run_one(work: Path, pairs_per_identity: int, task: str = TASK) -> dict:
+def run_one(work: Path, pairs_per_identity: int, task: str = TASK, log_samples: bool = True) -> dict:
     """One run of ``task`` through lm-eval in this process (call in a fresh process)."""
     os.environ["LM_EVAL_BIAS_DATA_DIR"] = str(work / "data")
     os.environ.setdefault("LMEVAL_HASHMM", "0")  # as `lm-eval-bias run` sets it
@@ -123,17 +125,30 @@ def run_one(work: Path, pairs_per_identity: int, task: str = TASK) -> dict:
 
     import lm_eval_bias
 
+    import lm_eval.evaluator
+
+    phases: dict = {}
+    process_results = lm_eval.evaluator._process_results  # lm-eval's aggregation step (the task's summaries)
+
+    def timed_process_results(*args, **kwargs):
+        phases["peak_rss_before_aggregation_mb"] = round(peak_rss_mb())
+        t0, c0 = time.perf_counter(), cpu_s()
+        out = process_results(*args, **kwargs)
+        phases["aggregation_s"], phases["aggregation_cpu_s"] = round(time.perf_counter() - t0, 2), round(cpu_s() - c0, 2)
+        return out
+
+    lm_eval.evaluator._process_results = timed_process_results
     rss_start = peak_rss_mb()
     t, cpu = time.perf_counter(), cpu_s()
-    results = simple_evaluate(model="bias-probe", tasks=[task], bootstrap_iters=0, log_samples=True,
+    results = simple_evaluate(model="bias-probe", tasks=[task], bootstrap_iters=0, log_samples=log_samples,
                               task_manager=lm_eval_bias.task_manager(metadata={"pairs_per_identity": pairs_per_identity}))
     wall, cpu = time.perf_counter() - t, cpu_s() - cpu
     docs = results["n-samples"][task]["effective"]
     valid = results["results"][task]["valid_rate,none"]
-    report = {"task": task, "pairs_per_identity": pairs_per_identity, "docs": docs, "peak_rss_mb": round(peak_rss_mb()),
+    report = {"task": task, "log_samples": log_samples, "pairs_per_identity": pairs_per_identity, "docs": docs, "peak_rss_mb": round(peak_rss_mb()),
               "rss_after_imports_mb": round(rss_start), "wall_s": round(wall, 1),
               "ms_per_doc": round(wall / docs * 1e3, 2), "cpu_ms_per_doc": round(cpu / docs * 1e3, 2),
-              "valid_rate": valid}
+              "valid_rate": valid, **phases}
     from lm_eval_bias.tasks import vignette
 
     pairs = getattr(vignette, "pair_images_stats", None)  # composed-pair pool (absent before the pooled pairs)
@@ -151,11 +166,12 @@ def main(argv=None) -> int:
     parser.add_argument("--lists", default=None, help="real list folder (default: synthetic lists of the real sizes)")
     parser.add_argument("--workdir", default=None, help="reuse/keep the built dataset here")
     parser.add_argument("--json", default=None)
+    parser.add_argument("--no-log-samples", action="store_true", help="run without --log_samples (a real run keeps them)")
     parser.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)  # child: pairs_per_identity
     args = parser.parse_args(argv)
 
     if args.one is not None:  # child process: one run, JSON on the last line of stdout
-        print(json.dumps(run_one(Path(args.workdir), args.one, args.task)), flush=True)
+        print(json.dumps(run_one(Path(args.workdir), args.one, args.task, not args.no_log_samples)), flush=True)
         return 0
 
     work = Path(args.workdir or tempfile.mkdtemp(prefix="vignette-bench-"))
@@ -163,7 +179,8 @@ def main(argv=None) -> int:
     per_doc_draw = IDENTITIES * DECISION_QUESTIONS  # docs per draw per identity (decision paradigms)
     for target in (int(x) for x in args.docs.split(",") if x.strip()):
         draws = max(1, round(target / per_doc_draw))
-        proc = subprocess.run([sys.executable, __file__, "--workdir", str(work), "--one", str(draws), "--task", args.task],
+        flags = ["--no-log-samples"] if args.no_log_samples else []
+        proc = subprocess.run([sys.executable, __file__, "--workdir", str(work), "--one", str(draws), "--task", args.task, *flags],
                               capture_output=True, text=True)
         if proc.returncode != 0:
             print(proc.stderr[-3000:], file=sys.stderr)
@@ -172,11 +189,14 @@ def main(argv=None) -> int:
         run = json.loads(proc.stdout.strip().splitlines()[-1])
         report["runs"].append(run)
         print(f"  {run['docs']:>7,} docs: peak RSS {run['peak_rss_mb']:>6,} MB, {run['ms_per_doc']:.2f} ms/doc wall, "
-              f"{run['cpu_ms_per_doc']:.2f} ms/doc CPU ({run['wall_s']} s)", flush=True)
-    print("\n| docs | peak RSS (MB) | ms/doc (wall) | ms/doc (CPU) |\n|---:|---:|---:|---:|")
+              f"{run['cpu_ms_per_doc']:.2f} ms/doc CPU ({run['wall_s']} s); before aggregation {run['peak_rss_before_aggregation_mb']:,} MB, "
+              f"aggregation {run['aggregation_cpu_s']} s CPU", flush=True)
+    print("\n| docs | peak RSS (MB) | peak RSS before aggregation (MB) | ms/doc (wall) | ms/doc (CPU) | aggregation CPU (s) |"
+          "\n|---:|---:|---:|---:|---:|---:|")
     for run in report["runs"]:
         if "error" not in run:
-            print(f"| {run['docs']:,} | {run['peak_rss_mb']:,} | {run['ms_per_doc']:.2f} | {run['cpu_ms_per_doc']:.2f} |")
+            print(f"| {run['docs']:,} | {run['peak_rss_mb']:,} | {run['peak_rss_before_aggregation_mb']:,} | {run['ms_per_doc']:.2f} | "
+                  f"{run['cpu_ms_per_doc']:.2f} | {run['aggregation_cpu_s']} |")
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2))
     return 0

@@ -11,7 +11,7 @@ import pytest
 
 from lm_eval_bias.backends import cache_keys
 from lm_eval_bias.testing import synthetic_vignette as sv
-from lm_eval_bias.vignette_pairs import compose_pair
+from lm_eval_bias.vignette_pairs import COMPOSE_VERSION, compose_pair
 
 
 @pytest.fixture
@@ -41,7 +41,7 @@ def test_pooled_pair_equals_compose_pair_and_is_keyed_without_composing(fresh_pa
     keys = {cache_keys.image_key(i) for i in images}  # what lm-eval's request cache hashes
     assert pairs.pool.created == 0  # keyed from the source images' bytes hashes, not pixels
     assert len(keys) == len({(d["left_image"], d["right_image"]) for d in docs})
-    assert all(k.startswith("v1:vignette-pair1-672x336-") for k in keys)
+    assert all(k.startswith(f"v1:vignette-pair{COMPOSE_VERSION}-672x336-") for k in keys)
     doc = docs[0]
     assert pairs.cache_key(doc["left_image"], doc["right_image"]) != pairs.cache_key(doc["right_image"], doc["left_image"])
 
@@ -121,3 +121,46 @@ def test_pickle_copy_and_in_place_changes(fresh_pairs):
 
     image.close()  # other docs share it: stays usable
     assert image.tobytes() == pixels
+
+
+def test_lm_eval_holds_each_doc_once_with_interned_strings(fresh_pairs):
+    """lm-eval walks the split three times (the few-shot sampler's copy, the requests, the logged
+    samples), and each walk of a ``datasets.Dataset`` decodes fresh dicts that stay alive until the run
+    ends. Through ``process_docs: shared_docs`` every walk yields the same dict per doc, the docs equal
+    ``load_docs``'s, and repeated strings are stored once: one copy of a doc, about 1.3 kB, where three
+    uninterned copies took about 8 kB (docs/backends.md "VIGNETTE at scale")."""
+    import tracemalloc
+
+    import lm_eval_bias
+
+    vignette = fresh_pairs
+    manager = lm_eval_bias.task_manager(metadata={"pairs_per_identity": 20})
+    task = manager.load(["vignette_decision"])["tasks"]["vignette_decision"]
+    docs = task.eval_docs
+    assert isinstance(docs, vignette.SharedDocs) and task.eval_docs is docs and len(docs) >= 1500
+    assert docs == vignette.load_docs("decision", pairs_per_identity=20)["test"].to_list()  # same docs, same order
+    assert len(task.sampler.df) == len(docs) and all(a is b for a, b in zip(task.sampler.df, docs))  # references only
+
+    task.build_all_requests(rank=0, world_size=1)
+    assert len(task.instances) == len(docs) and all(inst.doc is docs[inst.doc_id] for inst in task.instances)
+    logged_walk = list(task.doc_iterator(rank=0, world_size=1))  # evaluate's walk for process_results / samples
+    assert all(doc is docs[k] for k, doc in logged_walk)
+
+    # Interned: the strings of all docs are ~one object per doc (its doc_id) plus the shared ones (pair ids,
+    # questions, descriptors, ...); decoded from Arrow they were 25 new objects a doc.
+    strings = {id(v) for d in docs for value in d.values() for v in (value if isinstance(value, list) else [value])
+               if isinstance(v, str)}
+    assert len(strings) < 1.5 * len(docs)
+    keys = {id(k) for d in docs for k in d}
+    assert len(keys) == len(docs[0])
+
+    dataset = vignette.load_docs("decision", pairs_per_identity=20)["test"]
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        held = vignette.shared_docs(dataset)
+        per_doc = (tracemalloc.get_traced_memory()[0] - before) / len(held)
+    finally:
+        tracemalloc.stop()
+    assert vignette.shared_docs(dataset) is held  # made once per dataset
+    assert per_doc < 1800, f"{per_doc:.0f} bytes a doc"  # measured ~1.3 kB; one Arrow-decoded copy is ~2.7 kB

@@ -60,6 +60,11 @@ def _model_class():
             params = []
             for request in requests:
                 choices = allowed_answers(request["prompt"])
+                if choices is None:  # VIGNETTE *_authors prompts list no options: the pair image identifies them
+                    from lm_eval_bias.tasks.vignette import authors_choices
+
+                    images = (request.get("multi_modal_data") or {}).get("image")
+                    choices = authors_choices(images if isinstance(images, list) or images is None else [images])
                 extra = {"structured_outputs": StructuredOutputsParams(choice=choices)} if choices else {}
                 params.append(SamplingParams(max_tokens=max_tokens, stop=stop, **kwargs, **extra))
             extra = {"lora_request": self.lora_request} if self.lora_request is not None else {}
