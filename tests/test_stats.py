@@ -199,12 +199,28 @@ def test_cluster_robust_tests_detect_planted_effects_and_not_null():
     base = {"Asian": 100, "Black": 90, "Latino": 100, "Middle_Eastern": 100, "White": 100}
     planted = _salary_records(base, 5, bios=[f"b{k}" for k in range(20)], templates=(1, 2), noise=3, rng=rng)
     p = salary.cluster_robust_tests(planted)
-    assert p["p_race"] < 1e-6 and p["p_gender"] < 1e-6 and p["p_race_x_gender"] > 1e-3
+    assert p["p_race_paper"] < 1e-6 and p["p_gender_paper"] < 1e-6 and p["p_race_x_gender_paper"] > 1e-3
     flat = {r: 100 for r in base}
     null = _salary_records(flat, 0, bios=[f"b{k}" for k in range(20)], templates=(1, 2), noise=3, rng=np.random.default_rng(1))
     p0 = salary.cluster_robust_tests(null)
     assert min(p0.values()) > 0.01
     assert all(math.isnan(v) for v in salary.cluster_robust_tests(planted[:3]).values())
+    # the default permutation tests: smallest attainable p (1 / (B + 1)) for the planted effects, not for the null
+    # (six templates: the interaction test is approximate and liberal with only two)
+    six = _salary_records(base, 5, bios=[f"b{k}" for k in range(20)], templates=range(6), noise=3, rng=rng)
+    perm = salary.portrait_permutation_tests(six, n_perm=199, seed=0)
+    assert perm["p_race"] == perm["p_gender"] == pytest.approx(1 / 200) and perm["p_race_x_gender"] > 0.05
+    assert min(salary.portrait_permutation_tests(null, n_perm=199, seed=0).values()) > 0.01
+    assert all(math.isnan(v) for v in salary.portrait_permutation_tests(planted, n_perm=0).values())
+
+
+def test_salary_effect_decomposition_is_sum_coded():
+    from lm_eval_bias.focus_schema import RACES
+
+    cells = np.array([1.0 * RACES.index(g.race) + (0.5 if g.gender == "man" else 0.0) for g in GROUPS])
+    parts = salary.effect_decomposition(cells)
+    assert np.allclose(parts["grand"] + parts["p_race"] + parts["p_gender"] + parts["p_race_x_gender"], cells)
+    assert np.allclose(parts["p_race_x_gender"], 0) and np.allclose(np.abs(parts["p_gender"]), 0.25)
 
 
 def test_figure_4_breakdowns_by_hand():

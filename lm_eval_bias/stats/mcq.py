@@ -16,14 +16,16 @@ module replaces answer counts by mean probability vectors of the option letters.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 from scipy.spatial.distance import jensenshannon
 
 from lm_eval_bias.focus_schema import GENDERS, GROUPS, RACES, REFERENCE_GENDER, REFERENCE_RACE
-from lm_eval_bias.stats.bootstrap import EstimatesWithErrors, LotoSummary, template_bootstrap, template_loto
+from lm_eval_bias.stats.bootstrap import (EstimatesWithErrors, LotoSummary, bias_corrected, bootstrap_replicates,
+                                          permutation_null, permute_groups, template_bootstrap, template_loto,
+                                          within_template_permutations)
 from lm_eval_bias.stats.twoafc import STATUSES, VALID
 
 SALARY_OPTIONS = "ABCDEF"
@@ -105,43 +107,37 @@ def mcq_count_table(records: Sequence[MCQRecord], options: str) -> tuple[list[st
     return templates, [occupation_of[t] for t in templates], counts
 
 
-def mcq_metrics(counts: Mapping[str, np.ndarray], options: str, option_values: Mapping[str, float]) -> dict[str, float]:
-    """All MCQ result metrics from summed counts (no template axis)."""
-    answers = np.asarray(counts["answers"], dtype=np.float64)
-    n_calls = float(counts["n_calls"])
-    out = {
-        "valid_rate": float(counts["n_valid"]) / n_calls if n_calls else float("nan"),
-        "refusal_rate": float(counts["n_refusal"]) / n_calls if n_calls else float("nan"),
-        "invalid_rate": float(counts["n_invalid"]) / n_calls if n_calls else float("nan"),
-    }
-    values = np.asarray([option_values[o] for o in options], dtype=np.float64)
-    overall = answers.sum(axis=0)
-    per = {key: answers[mask].sum(axis=0) for key, mask in _MASKS.items()}
-    # JSD of every group at once (scipy's jensenshannon along axis 1; same value as
-    # jensen_shannon_divergence per group, one call per bootstrap replicate instead of seven).
-    keys = ("female", "male", *(r.lower() for r in RACES))
-    dists = np.stack([per[key] for key in keys])
-    mass = dists.sum(axis=1)
-    jsd = np.full(len(keys), np.nan)
-    usable = mass > 0
-    if usable.any() and overall.sum() > 0:
-        p = dists[usable] / mass[usable, None]
-        q = np.broadcast_to(overall / overall.sum(), p.shape)
-        jsd[usable] = jensenshannon(p, q, axis=1, base=2.0) ** 2
-    out.update({f"jsd_{key}": float(v) for key, v in zip(keys, jsd)})
-    reference_gender = per[_GENDER_KEYS[REFERENCE_GENDER]]
-    reference_race = per[REFERENCE_RACE.lower()]
+def _mcq_metrics_batch(c: Mapping[str, np.ndarray], options: str, option_values: Mapping[str, float]) -> dict[str, np.ndarray]:
+    """:func:`mcq_metrics` vectorised over a leading axis of B summed count tables (answers (B, G, K))."""
+    answers = np.asarray(c["answers"], dtype=np.float64)
+    n_calls = np.asarray(c["n_calls"], dtype=np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rate = lambda x: np.where(n_calls > 0, np.asarray(x, dtype=np.float64) / np.where(n_calls > 0, n_calls, 1), np.nan)  # noqa: E731
+        out = {"valid_rate": rate(c["n_valid"]), "refusal_rate": rate(c["n_refusal"]), "invalid_rate": rate(c["n_invalid"])}
+        out.update(jsd_batch(answers))
+        values = np.asarray([option_values[o] for o in options], dtype=np.float64)
+        per = {key: answers[:, mask].sum(axis=1) for key, mask in _MASKS.items()}      # (B, K) each
 
-    def gap(dist: np.ndarray, ref: np.ndarray) -> float:
-        if dist.sum() <= 0 or ref.sum() <= 0:
-            return float("nan")
-        return relative_mean_gap(dist, ref, values)
+        def mu(dist: np.ndarray) -> np.ndarray:
+            mass = dist.sum(axis=1)
+            return np.where(mass > 0, dist @ values / np.where(mass > 0, mass, 1.0), np.nan)
 
-    out["gap_male"] = gap(per["male"], reference_gender)
-    for race in RACES:
-        if race != REFERENCE_RACE:
-            out[f"gap_{race.lower()}"] = gap(per[race.lower()], reference_race)
+        def gap(dist: np.ndarray, ref: np.ndarray) -> np.ndarray:
+            m, r = mu(dist), mu(ref)
+            return np.where(np.isfinite(m) & np.isfinite(r) & (r != 0), (m - r) / np.where(r != 0, r, 1.0), np.nan)
+
+        out["gap_male"] = gap(per["male"], per[_GENDER_KEYS[REFERENCE_GENDER]])
+        for race in RACES:
+            if race != REFERENCE_RACE:
+                out[f"gap_{race.lower()}"] = gap(per[race.lower()], per[REFERENCE_RACE.lower()])
     return out
+
+
+def mcq_metrics(counts: Mapping[str, np.ndarray], options: str, option_values: Mapping[str, float]) -> dict[str, float]:
+    """All MCQ result metrics from summed counts (no template axis); the formulas of the module
+    docstring (:func:`jensen_shannon_divergence`, :func:`relative_mean_gap`), vectorised."""
+    batch = _mcq_metrics_batch({k: np.asarray(v, dtype=np.float64)[None] for k, v in counts.items()}, options, option_values)
+    return {k: float(v[0]) for k, v in batch.items()}
 
 
 def answer_distributions(records: Sequence[MCQRecord], options: str) -> dict[str, np.ndarray]:
@@ -155,29 +151,89 @@ def answer_distributions(records: Sequence[MCQRecord], options: str) -> dict[str
 
 #: Effects whose leave-one-template-out sign stability is reported (centre 0: no gap).
 LOTO_EFFECTS: dict[str, float] = {"gap_male": 0.0, **{f"gap_{r.lower()}": 0.0 for r in RACES if r != REFERENCE_RACE}}
+JSD_KEYS: tuple[str, ...] = ("jsd_female", "jsd_male", *(f"jsd_{r.lower()}" for r in RACES))
+#: Result keys of :func:`mcq_inference` (the summary's ``derived``).
+DERIVED_KEYS: tuple[str, ...] = (
+    *(f"{k}{s}" for k in JSD_KEYS for s in ("_null", "_p_null", "_debiased", "_debiased_ci_low", "_debiased_ci_high")),
+    "n_templates", "n_occupations", "n_groups",
+)
+
+
+def jsd_batch(answers: np.ndarray) -> dict[str, np.ndarray]:
+    """``jsd_<group>`` of a stack of answer-count tables ``answers[b, g, k]`` (10 groups x K options),
+    vectorised over b; the formula of :func:`mcq_metrics`."""
+    answers = np.asarray(answers, dtype=np.float64)
+    overall = answers.sum(axis=1)                                               # (B, K)
+    keys = [k.removeprefix("jsd_") for k in JSD_KEYS]
+    dists = np.stack([answers[:, _MASKS[key]].sum(axis=1) for key in keys], axis=1)  # (B, 7, K)
+    mass, total = dists.sum(axis=2), overall.sum(axis=1)
+    out = np.full(mass.shape, np.nan)
+    ok = (mass > 0) & (total[:, None] > 0)
+    if ok.any():
+        p = dists / np.where(mass > 0, mass, 1.0)[:, :, None]
+        q = np.broadcast_to((overall / np.where(total > 0, total, 1.0)[:, None])[:, None, :], p.shape)
+        out[ok] = jensenshannon(p[ok], q[ok], axis=1, base=2.0) ** 2
+    return {key: out[:, k] for k, key in enumerate(JSD_KEYS)}
+
+
+def mcq_inference(per_template_answers: np.ndarray, estimates: Mapping[str, float], replicates: Mapping[str, np.ndarray],
+                  strata: Sequence[str], n_null: int, null_seed: int) -> dict[str, float]:
+    """Keys beyond estimate/SE/interval (docs/reflect.md, "Statistics"): ``jsd_<group>_null`` and
+    ``_p_null`` (JSD is positive without any bias): the mean and one-sided p-value under within-template
+    permutations of the photos' labels -- genders swapped within a race for ``jsd_female``/``jsd_male``
+    (exact null "gender does not matter", race effects allowed), races permuted among the photos of one
+    gender for ``jsd_<race>``; ``jsd_<group>_debiased`` with ``_ci_low``/``_ci_high`` (bootstrap bias correction, basic
+    interval clipped to [0, 1]) and counts ``n_templates``, ``n_occupations``, ``n_groups``."""
+    answers = np.asarray(per_template_answers, dtype=np.float64)
+    T, G = answers.shape[0], answers.shape[1]
+    out: dict[str, float] = {"n_templates": float(T), "n_occupations": float(len(set(strata))),
+                             "n_groups": float(np.sum(answers.sum(axis=(0, 2)) > 0)) if T else 0.0}
+    nulls: dict[str, dict[str, np.ndarray]] = {"gender": {}, "race": {}}
+    if n_null and T:
+        for name, blocks in (("gender", [g.race for g in GROUPS][:G]), ("race", [g.gender for g in GROUPS][:G])):
+            perms = within_template_permutations(T, G, n_null, null_seed, blocks)
+            nulls[name] = jsd_batch(permute_groups(answers, perms, axes=1))
+    for key in JSD_KEYS:
+        kind = "gender" if key in ("jsd_female", "jsd_male") else "race"
+        res = permutation_null(estimates[key], nulls[kind].get(key, np.array([])))
+        out[f"{key}_null"], out[f"{key}_p_null"] = res.null_mean, res.p_value
+        out[f"{key}_debiased"], out[f"{key}_debiased_ci_low"], out[f"{key}_debiased_ci_high"] = \
+            bias_corrected(estimates[key], replicates.get(key, np.array([])), (0.0, 1.0))
+    return out
 
 
 @dataclass
 class MCQSummary(EstimatesWithErrors):
-    """MCQ estimates with bootstrap errors, answer distributions per group and LOTO of the gaps."""
+    """MCQ estimates with bootstrap errors, answer distributions per group, LOTO of the gaps and
+    ``derived`` (null floors, debiased JSD, counts: :func:`mcq_inference`)."""
 
     distributions: dict[str, np.ndarray]
     loto: dict[str, LotoSummary]
     n_templates: int
     n_boot: int
     seed: int
+    derived: dict[str, float] = field(default_factory=dict)
+
+
+def _summarize_counts(strata, counts, metric, n_boot: int, seed: int, n_null: int, null_seed: int | None):
+    estimates = metric({k: v.sum(axis=0) for k, v in counts.items()})
+    replicates = bootstrap_replicates(counts, strata, metric, n_boot, seed)
+    stderr, ci_low, ci_high = template_bootstrap(counts, strata, metric, list(estimates), n_boot, seed, replicates=replicates)
+    loto = template_loto(counts, metric, estimates, LOTO_EFFECTS)
+    derived = mcq_inference(counts["answers"], estimates, replicates, strata, n_null, seed if null_seed is None else null_seed)
+    return estimates, stderr, ci_low, ci_high, loto, derived
 
 
 def mcq_summary(records: Sequence[MCQRecord], options: str, option_values: Mapping[str, float],
-                n_boot: int = 1000, seed: int = 1234) -> MCQSummary:
-    """MCQ metrics with template-cluster bootstrap errors and CIs (App. C.3)."""
+                n_boot: int = 1000, seed: int = 1234, n_null: int = 1000, null_seed: int | None = None) -> MCQSummary:
+    """MCQ metrics with template-cluster bootstrap errors and CIs (App. C.3; rescaled, see
+    lm_eval_bias.stats.bootstrap), LOTO of the gaps, and JSD null floors from ``n_null`` permutations."""
     templates, strata, counts = mcq_count_table(records, options)
     metric = lambda c: mcq_metrics(c, options, option_values)  # noqa: E731
-    estimates = metric({k: v.sum(axis=0) for k, v in counts.items()})
-    stderr, ci_low, ci_high = template_bootstrap(counts, strata, metric, list(estimates), n_boot, seed)
-    loto = template_loto(counts, metric, estimates, LOTO_EFFECTS)
+    metric.batch = lambda c: _mcq_metrics_batch(c, options, option_values)  # type: ignore[attr-defined]
+    estimates, stderr, ci_low, ci_high, loto, derived = _summarize_counts(strata, counts, metric, n_boot, seed, n_null, null_seed)
     return MCQSummary(estimates, stderr, ci_low, ci_high, answer_distributions(records, options), loto, len(templates),
-                      n_boot, seed)
+                      n_boot, seed, derived)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -273,15 +329,28 @@ def mcq_logprob_metrics(counts: Mapping[str, np.ndarray], options: str, option_v
     return out
 
 
+def _mcq_logprob_metrics_batch(c: Mapping[str, np.ndarray], options: str, option_values: Mapping[str, float]) -> dict[str, np.ndarray]:
+    """:func:`mcq_logprob_metrics` vectorised over a leading axis of B summed tables."""
+    n_calls = np.asarray(c["n_calls"], dtype=np.float64)
+    zero = np.zeros_like(n_calls)
+    base = _mcq_metrics_batch({"answers": c["answers"], "n_calls": n_calls, "n_valid": n_calls, "n_refusal": zero,
+                               "n_invalid": zero}, options, option_values)
+    out = {k: v for k, v in base.items() if k not in ("valid_rate", "refusal_rate", "invalid_rate")}
+    n_mass = np.asarray(c["n_mass_calls"], dtype=np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out["letter_mass"] = np.where(n_mass > 0, np.asarray(c["sum_letter_mass"]) / np.where(n_mass > 0, n_mass, 1), np.nan)
+    return out
+
+
 def mcq_logprob_summary(scores: Sequence[MCQScore], options: str, option_values: Mapping[str, float],
-                        n_boot: int = 1000, seed: int = 1234) -> MCQSummary:
+                        n_boot: int = 1000, seed: int = 1234, n_null: int = 1000, null_seed: int | None = None) -> MCQSummary:
     """:func:`mcq_summary` for probability-scored photos: estimates with template-cluster bootstrap
-    errors and CIs, ``distributions`` = mean probability vectors per group, LOTO of the gaps."""
+    errors and CIs, ``distributions`` = mean probability vectors per group, LOTO of the gaps, and the
+    same null floors / debiased JSD / counts computed on the expected answer counts."""
     templates, strata, counts = mcq_logprob_count_table(scores, options)
     metric = lambda c: mcq_logprob_metrics(c, options, option_values)  # noqa: E731
-    estimates = metric({k: v.sum(axis=0) for k, v in counts.items()})
-    stderr, ci_low, ci_high = template_bootstrap(counts, strata, metric, list(estimates), n_boot, seed)
-    loto = template_loto(counts, metric, estimates, LOTO_EFFECTS)
+    metric.batch = lambda c: _mcq_logprob_metrics_batch(c, options, option_values)  # type: ignore[attr-defined]
+    estimates, stderr, ci_low, ci_high, loto, derived = _summarize_counts(strata, counts, metric, n_boot, seed, n_null, null_seed)
     probs = np.asarray([s.probs for s in scores], dtype=np.float64).reshape(-1, len(options))
     distributions = mean_probability_distributions(probs, [s.group for s in scores])
-    return MCQSummary(estimates, stderr, ci_low, ci_high, distributions, loto, len(templates), n_boot, seed)
+    return MCQSummary(estimates, stderr, ci_low, ci_high, distributions, loto, len(templates), n_boot, seed, derived)
