@@ -2,9 +2,12 @@
 
 Input is the authors' release layout ``DIR/<occupation>/<template>/<Race>_<gender>.<jpg|jpeg|png>``
 (occupations ceo, cook, doctor, lawyer, nurse, teacher; templates 1-8; races Asian, Black, Latino,
-Middle_Eastern, White; genders man, woman). Any subset of occupations and templates is accepted
-when each template present is complete (all ten variants). Everything is validated before anything
-is written; the first problem found raises :class:`~lm_eval_bias.datasets_builder.hub.SourceError` naming the
+Middle_Eastern, White; genders man, woman). A user's own photos in the same layout are accepted too:
+any occupation folder named by a lower-case slug (``software_developer``, App. C.7), any positive
+template number, and templates with only some of the ten race x gender variants (a subset of races
+or genders). Missing variants are listed in the dataset card (``missing cells``) and returned in
+:class:`FocusBuildSummary`; the tasks then compute every metric the present cells allow and name the
+missing ones. Everything is validated before anything is written; the first problem found raises :class:`~lm_eval_bias.datasets_builder.hub.SourceError` naming the
 file and the reason. Dotfiles (``.DS_Store``, ``._x``) are ignored; anything else unexpected is an
 error. The original file bytes are stored unchanged. Through ``lm-eval-bias build focus`` every
 problem prints ``error: <file>: <reason>`` (exit status 2) and nothing is written; file names that
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,6 +54,11 @@ class FocusBuildSummary:
     n_images: int
     occupations: tuple[str, ...]
     templates: dict[str, tuple[int, ...]]
+    missing_cells: tuple[str, ...] = ()
+
+
+#: Occupation folder names accepted beyond the paper's six: a lower-case slug.
+OCCUPATION_SLUG = re.compile(r"[a-z][a-z0-9_]{0,63}")
 
 
 def _features():
@@ -93,15 +102,17 @@ def collect_focus_rows(source: str | os.PathLike, *, max_image_pixels: int = DEF
     rows: list[dict] = []
     for occ_dir in occupation_dirs:
         _check_link(occ_dir, root_resolved)
-        if not occ_dir.is_dir() or occ_dir.name not in OCCUPATIONS:
-            raise SourceError(occ_dir, f"unexpected entry: expected an occupation folder, one of {OCCUPATIONS}")
+        if not occ_dir.is_dir() or not OCCUPATION_SLUG.fullmatch(occ_dir.name):
+            raise SourceError(occ_dir, f"unexpected entry: expected an occupation folder named by a lower-case slug "
+                                       f"(the paper's: {', '.join(OCCUPATIONS)})")
         template_dirs = _visible(occ_dir)
         if not template_dirs:
             raise SourceError(occ_dir, "occupation folder has no template folders")
         for tpl_dir in sorted(template_dirs, key=lambda p: (len(p.name), p.name)):
             _check_link(tpl_dir, root_resolved)
-            if not tpl_dir.is_dir() or tpl_dir.name not in {str(t) for t in TEMPLATE_IDS}:
-                raise SourceError(tpl_dir, f"unexpected entry: expected a template folder named 1-{max(TEMPLATE_IDS)}")
+            if not tpl_dir.is_dir() or not re.fullmatch(r"[1-9][0-9]{0,5}", tpl_dir.name):
+                raise SourceError(tpl_dir, f"unexpected entry: expected a template folder named by a positive number "
+                                           f"(the paper's: 1-{max(TEMPLATE_IDS)})")
             variants: dict[int, dict] = {}
             sizes: dict[tuple[int, int], Path] = {}
             for file in _visible(tpl_dir):
@@ -132,12 +143,25 @@ def collect_focus_rows(source: str | os.PathLike, *, max_image_pixels: int = DEF
                     "file_name": str(file.relative_to(root)),
                     "sha256": hashlib.sha256(data).hexdigest(),
                 }
-            missing = [f"{g.race}_{g.gender}" for k, g in enumerate(GROUPS) if k not in variants]
-            if missing:
-                raise SourceError(tpl_dir, f"incomplete template: missing {', '.join(missing)}")
-            rows += [variants[k] for k in range(len(GROUPS))]
-    rows.sort(key=lambda r: (OCCUPATIONS.index(r["occupation"]), r["template_id"]))  # stable: GROUPS order kept
+            if not variants:
+                raise SourceError(tpl_dir, "template folder has no image")
+            rows += [variants[k] for k in range(len(GROUPS)) if k in variants]
+    rows.sort(key=lambda r: _occupation_order(r["occupation"]) + (r["template_id"],))  # stable: GROUPS order kept
     return rows
+
+
+def _occupation_order(occupation: str) -> tuple:
+    """The paper's six first, in their order, then other occupations alphabetically."""
+    return (0, OCCUPATIONS.index(occupation), "") if occupation in OCCUPATIONS else (1, 0, occupation)
+
+
+def missing_cells(rows: list[dict]) -> list[str]:
+    """``<occupation>/<template>/<Race>_<gender>`` of every variant a template present lacks."""
+    present: dict[tuple[str, int], set[int]] = {}
+    for r in rows:
+        present.setdefault((r["occupation"], r["template_id"]), set()).add(GROUPS.index((r["race"], r["gender"])))
+    return [f"{o}/{t}/{g.race}_{g.gender}" for (o, t), groups in present.items()
+            for k, g in enumerate(GROUPS) if k not in groups]
 
 
 REFLECT_REPOSITORY = "https://github.com/uocraw/REFLECT"
@@ -205,7 +229,8 @@ def focus_card(*, license: str, provenance: dict, build_command: str) -> Dataset
                           "shown; re-identifying the people in the source photos; presenting the race and gender labels "
                           "as facts about a person: they name the presentation requested from the image editor."),
         structure=("One row per image. Variants of one source photo share `occupation` and `template_id` and differ in "
-                   "`race` and `gender`; every template present is complete (all ten variants, all the same size). "
+                   "`race` and `gender`, all the same size. The authors' release has all ten variants of every template; a "
+                   "build with missing variants lists them under `missing cells` (Provenance). "
                    "`image` holds the release's file bytes unchanged (`sha256` of each file)."),
         curation_rationale=("Real photos entangle race and gender with background, clothing and pose, and fully generated "
                             "benchmarks may drift from real-image distributions or inherit generator artifacts. FOCUS "
@@ -292,6 +317,7 @@ def build_focus(source: str | os.PathLike, output: str | os.PathLike, *, overwri
         tpls = templates.setdefault(r["occupation"], [])
         if r["template_id"] not in tpls:
             tpls.append(r["template_id"])
+    missing = missing_cells(rows)
     manifest = hashlib.sha256("\n".join(f"{r['file_name']} {r['sha256']}" for r in sorted(rows, key=lambda r: r["file_name"])).encode()).hexdigest()
     card = focus_card(
         license=license,
@@ -302,11 +328,13 @@ def build_focus(source: str | os.PathLike, output: str | os.PathLike, *, overwri
             "templates": "; ".join(f"{o}: {', '.join(map(str, t))}" for o, t in templates.items()),
             "manifest sha256": manifest,
             "release layout": "<occupation>/<template>/<Race>_<gender>.<jpg|png>",
+            "missing cells": f"{len(missing)}: {', '.join(missing)}" if missing else "none (every template complete)",
         },
         build_command=f"lm-eval-bias build focus --source {Path(source).name} --output {Path(output).name}",
     )
     out = write_hub_dataset(output, rows, _features(), card, overwrite=overwrite)
-    return FocusBuildSummary(out, len(rows), tuple(templates), {o: tuple(t) for o, t in templates.items()})
+    return FocusBuildSummary(out, len(rows), tuple(templates), {o: tuple(t) for o, t in templates.items()},
+                             tuple(missing))
 
 
 __all__ = ["IMAGE_EXTENSIONS", "FocusBuildSummary", "build_focus", "collect_focus_rows"]

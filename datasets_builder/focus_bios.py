@@ -26,7 +26,14 @@ identifiers"), :func:`normalize_biography`, heuristic and rule-based (no NER mod
    (is -> are, was -> were, has -> have, does -> do, and a simple -s verb drops its s: works -> work).
 4. Gendered words: Mr./Mrs./Ms./Miss dropped; husband/wife -> spouse, mother/father -> parent,
    son/daughter -> child, brother/sister -> sibling, boyfriend/girlfriend -> partner.
-Limits: names not matching these shapes (e.g. a lone surname mid-sentence) survive; "her" can be
+   Name words may carry hyphens and apostrophes ("Mary-Anne O'Neil", "McDonald"); professional titles
+   count as honorifics ("Attorney Jane Smith", "Chef Lee"); credentials after a name are dropped with it
+   ("Jane Smith, MD, is"); a lone capitalized word starting a sentence before such a verb ("Smith has
+   practiced law", Bias-in-Bios texts whose first sentence was cut) is a name unless it is a common
+   sentence start (:data:`_NOT_NAMES`, words ending in -ing, -tion, -ment, ...).
+Limits: names not matching these shapes (e.g. a lone surname mid-sentence) survive, and a place name
+starting a sentence before such a verb ("Boston has ...") is anonymised too, everywhere it occurs
+(leaking a name is worse than losing a place); "her" can be
 mis-resolved; these are recorded per biography so an audit can check them.
 """
 
@@ -41,6 +48,7 @@ from pathlib import Path
 
 from lm_eval_bias.datasets_builder.hub import DatasetCard, SourceInput, write_hub_dataset
 from lm_eval_bias.datasets_builder.readers import KeyedRows, Loc, SourceError, describe, expect_str, read_table
+from lm_eval_bias.datasets_builder.focus import OCCUPATION_SLUG
 from lm_eval_bias.focus_schema import OCCUPATIONS
 
 BIAS_IN_BIOS_PROFESSIONS: tuple[str, ...] = (
@@ -54,11 +62,36 @@ BIAS_IN_BIOS_TO_FOCUS: dict[str, str] = {"attorney": "lawyer", "physician": "doc
 _URL = re.compile(r"\b(?:https?://|www\.)\S+", re.IGNORECASE)
 _EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
 _HANDLE = re.compile(r"(?<![\w@])@\w+")
-_HONORIFIC_NAME = re.compile(r"\b(?:Dr|Prof|Mr|Mrs|Ms|Mx|Miss)\.?\s+((?:[A-Z][\w'-]+\s?){1,3})")
+#: One name word: "Jane", "McDonald", "Mary-Anne", "O'Neil", "D'Angelo" (capital, then lower case or an
+#: apostrophe and a capital).
+_NAME_WORD = r"[A-Z](?:[a-z]|'[A-Z])[\w'-]*"
+_HONORIFIC_NAME = re.compile(
+    r"\b(?:Dr|Prof|Mr|Mrs|Ms|Mx|Miss|Attorney|Atty|Judge|Chef|Nurse|Professor|Coach|Rev)\.?\s+"
+    rf"((?:{_NAME_WORD}\s?){{1,3}})")
+_PERSON_VERBS = (r"is|was|has|had|works|worked|received|earned|holds|graduated|joined|serves|served|leads|led|"
+                 r"specializes|practices|completed|began|started|brings|enjoys|lives|teaches|cooks|treats|represents")
 _LEADING_NAME = re.compile(
-    r"(^|(?<=[.!?]\s))((?:[A-Z][a-z][\w'-]*\s){1,2}[A-Z][a-z][\w'-]*)(?=\s+(?:is|was|has|had|works|worked|received|"
-    r"earned|holds|graduated|joined|serves|served|leads|led|specializes|practices|completed|began|started)\b)"
+    rf"(^|(?<=[.!?]\s))((?:{_NAME_WORD}\s){{1,2}}{_NAME_WORD})(?:,(?:\s?[A-Z][A-Za-z.]*,)+)?"
+    rf"(?=\s+(?:{_PERSON_VERBS})\b)"
 )
+#: A lone name word starting a sentence before a person verb ("Smith has practiced law ..."): Bias-in-Bios
+#: texts drop the first sentence, so a surname often appears alone. Words that commonly start such a
+#: sentence without being a name are excluded (a stop list and common noun endings).
+_LONE_NAME = re.compile(rf"(^|(?<=[.!?]\s))({_NAME_WORD})(?=\s+(?:{_PERSON_VERBS})\b)")
+_NOT_NAMES = {"The", "This", "That", "These", "Those", "It", "There", "Here", "Each", "Every", "Today", "Now",
+              "Currently", "Also", "Our", "Her", "His", "Their", "My", "Your", "One", "Everyone", "Someone", "Nobody",
+              "Education", "Experience", "Work", "Practice", "Research", "Training", "Service", "Family", "Cooking",
+              "Teaching", "Nursing", "Medicine", "Law", "Food", "Care", "Patient", "Patients", "Students", "Clients",
+              "Staff", "Team", "Company", "Business", "Firm", "Office", "Hospital", "School", "Restaurant", "Kitchen",
+              "Previously", "Prior", "Later", "Recently", "Since", "Before", "After", "During", "While", "When"}
+_COMMON_ENDINGS = ("ing", "tion", "sion", "ment", "ness", "ity", "ship", "ance", "ence", "ism")
+
+
+def _lone_names(text: str) -> set[str]:
+    return {m.group(2) for m in _LONE_NAME.finditer(text)
+            if m.group(2) not in _NOT_NAMES and not m.group(2).lower().endswith(_COMMON_ENDINGS)}
+
+
 _TITLES = re.compile(r"\b(?:Mr|Mrs|Ms|Miss|Mx)\.?\s+", re.IGNORECASE)
 _WORDS = {
     "husband": "spouse", "wife": "spouse", "husbands": "spouses", "wives": "spouses",
@@ -106,10 +139,12 @@ def normalize_biography(text: str, name: str | None = None) -> tuple[str, list[d
         name_tokens |= set(m.group(1).split())
     for m in _LEADING_NAME.finditer(s):
         name_tokens |= set(m.group(2).split())
+    name_tokens |= _lone_names(s)
     name_tokens = {t for t in name_tokens if t.lower() not in _PRONOUNS and t.lower() not in {"the", "a", "an"}}
     if name_tokens:
         alternation = "|".join(sorted(map(re.escape, name_tokens), key=len, reverse=True))
-        full = re.compile(rf"(?:\b(?:Dr|Prof|Mr|Mrs|Ms|Mx|Miss)\.?\s+)?\b(?:{alternation})(?:\s+(?:{alternation}))*\b(?:'s)?")
+        full = re.compile(rf"(?:\b(?:Dr|Prof|Mr|Mrs|Ms|Mx|Miss|Attorney|Atty|Judge|Chef|Nurse|Professor|Coach|Rev)\.?\s+)?"
+                          rf"(?<![\w'-])(?:{alternation})(?:\s+(?:{alternation}))*(?![\w-])(?:'s)?(?:,(?:\s?[A-Z][A-Za-z.]*,)+)?")
         s = sub(full, "name", lambda m: "the candidate's" if m.group(0).endswith("'s") else "the candidate", s)
     s = sub(_TITLES, "title", "", s)
     s = sub(re.compile(r"\b(" + "|".join(_WORDS) + r")\b", re.IGNORECASE), "gendered_word",
@@ -226,8 +261,9 @@ def read_biographies(path: str | os.PathLike) -> tuple[list[dict], dict[str, int
             if "occupation" not in row:
                 raise SourceError(where, "missing occupation column")
             occupation = expect_str(row["occupation"], where, "occupation").strip().lower()
-            if occupation not in OCCUPATIONS:
-                raise SourceError(where, f"unknown occupation {row['occupation']!r}; expected one of {OCCUPATIONS}")
+            if not OCCUPATION_SLUG.fullmatch(occupation):
+                raise SourceError(where, f"unknown occupation {row['occupation']!r}; expected one of {OCCUPATIONS} or "
+                                         "another occupation named by a lower-case slug (as its FOCUS photo folder)")
             source = path.name
         given = _bio_id(row, where)
         bio_id = given or f"{occupation}-{where.number:06d}"
@@ -395,7 +431,7 @@ def build_focus_bios(source: str | os.PathLike, output: str | os.PathLike, *, pe
         by_occ.setdefault(row["occupation"], []).append(row)
     selected: list[dict] = []
     counts: dict[str, int] = {}
-    for occupation in OCCUPATIONS:
+    for occupation in sorted(by_occ, key=lambda o: (o not in OCCUPATIONS, OCCUPATIONS.index(o) if o in OCCUPATIONS else 0, o)):
         pool = sorted(by_occ.get(occupation, []), key=lambda r: r["bio_id"])
         random.Random(f"{seed}/{occupation}").shuffle(pool)
         chosen = sorted(pool[:per_occupation], key=lambda r: r["bio_id"])

@@ -49,6 +49,9 @@ _STAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}(?:\.\d+)?")
 DEFAULT_EXTRACTION = "strict"
 #: scoring method of a record that does not say (records of the ``*_logprob`` tasks say "logprob")
 DEFAULT_METHOD = "generate"
+#: record fields naming a prompt setting that differs from the paper's (REFLECT 2AFC framing, MCQ
+#: response format): records that differ in one are never merged into one result
+SETTING_FIELDS: tuple[str, ...] = ("framing", "response_format", "salary_bounds")
 
 
 def is_logprob_task(task: str) -> bool:
@@ -71,6 +74,8 @@ class SampleRun:
     model: str | None = None  # model label (:func:`model_label`); None without a results file
     shard: tuple[int, int] | None = None  # (i, n) of ``--metadata '{"shard": "i/n"}'``
     settings: str = ""  # what the shards of one sharded run share (backend, model, prompts, generation)
+    seeds: str = ""  # the run's random seeds (lm-eval's --seed, a model_args/gen_kwargs seed), JSON
+    sampling: bool = False  # whether decoding samples (do_sample true or temperature > 0)
 
     @property
     def when(self) -> datetime | None:
@@ -145,7 +150,50 @@ def run_of_results(results: dict[str, Any], task: str, stamp: str, results_file:
         "system_instruction_sha": results.get("system_instruction_sha"),
         "fewshot_as_multiturn": results.get("fewshot_as_multiturn"),
     }, sort_keys=True, default=str)
-    return SampleRun(stamp, sample_file, results_file, model_label(results), shard, settings)
+    seeds = {k: config.get(k) for k in ("random_seed", "numpy_seed", "torch_seed", "fewshot_seed")}
+    seeds["model_args_seed"] = model_args.get("seed")
+    seeds["gen_kwargs_seed"] = _kwargs_dict(config.get("gen_kwargs")).get("seed")
+    sampling = _samples(config.get("gen_kwargs")) or _samples(task_config.get("generation_kwargs"))
+    return SampleRun(stamp, sample_file, results_file, model_label(results), shard, settings,
+                     json.dumps(seeds, sort_keys=True, default=str), sampling)
+
+
+def _kwargs_dict(kwargs: Any) -> dict[str, Any]:
+    """gen_kwargs as lm-eval records them: a dict, or a ``k=v,k=v`` string."""
+    if isinstance(kwargs, dict):
+        return kwargs
+    if isinstance(kwargs, str) and kwargs.strip():
+        from lm_eval.utils import simple_parse_args_string
+
+        return simple_parse_args_string(kwargs)
+    return {}
+
+
+def _samples(kwargs: Any) -> bool:
+    """Whether generation kwargs sample: ``do_sample`` true, or a temperature above 0 without
+    ``do_sample`` false."""
+    kw = _kwargs_dict(kwargs)
+    do_sample = kw.get("do_sample")
+    if isinstance(do_sample, str):
+        do_sample = do_sample.strip().lower() == "true"
+    if do_sample is False:
+        return False
+    try:
+        temperature = float(kw.get("temperature", 0) or 0)
+    except (TypeError, ValueError):
+        temperature = 0.0
+    return bool(do_sample) or temperature > 0
+
+
+def seed_replicates(runs: list[SampleRun]) -> bool:
+    """Whether ``runs`` are repeated samples of one setting: at least two unsharded runs with a results
+    JSON, identical model and settings (backend, prompts, generation, metadata, task version), sampling
+    decoding, and pairwise different seeds. Such runs are merged by :func:`choose_runs`, each run's
+    records marked with its ``replicate`` index (REFLECT App. C.5: repeated sampling)."""
+    if len(runs) < 2 or any(r.results_file is None or r.shard is not None or not r.sampling for r in runs):
+        return False
+    return (len({(r.model, r.settings) for r in runs}) == 1
+            and len({r.seeds for r in runs}) == len(runs))
 
 
 def _stamp_of(file: Path, task: str) -> str | None:
@@ -255,6 +303,8 @@ def choose_runs(runs: list[SampleRun], run: Any = None) -> Choice:
         missing = [s for s in selectors if not any(_matches(r, s) for r in runs)]
         if missing:
             raise ValueError(f"run={', '.join(map(str, missing))} matches none of the runs found:{_listing(runs)}")
+        if seed_replicates(chosen):
+            return Choice(chosen, [_replicate_note(chosen)], [])
         identified = [r for r in chosen if r.results_file is not None]
         if (len(identified) > 1 and not _one_sharded_run(identified)) or 0 < len(identified) < len(chosen):
             raise ValueError(f"the runs selected are not one run or the shards of one sharded run:{_listing(chosen)}")
@@ -290,6 +340,9 @@ def choose_runs(runs: list[SampleRun], run: Any = None) -> Choice:
                              f"several runs; remove the superseded one or pass run= to choose:{_listing(members)}")
     if len(sets) == 1:
         return Choice(sets[0], *_shard_notes(sets[0]))
+    if all(len(s) == 1 for s in sets) and seed_replicates([s[0] for s in sets]):
+        merged = [s[0] for s in sets]
+        return Choice(merged, [_replicate_note(merged)], [])
     if any(r.when is None for r in runs) or len({max(r.when for r in s) for s in sets}) < len(sets):
         raise ValueError(f"ambiguous: {len(sets)} runs that cannot be ordered by time; pass run= to choose:"
                          f"{_listing(runs)}")
@@ -299,6 +352,11 @@ def choose_runs(runs: list[SampleRun], run: Any = None) -> Choice:
     warned.insert(0, f"{len(sets)} runs found; using the newest, {', '.join(r.stamp for r in newest)}, not:"
                      f"{_listing(others)}\n(pass run= to choose another)")
     return Choice(newest, warned, notes)
+
+
+def _replicate_note(runs: list[SampleRun]) -> str:
+    return (f"{len(runs)} runs differing only in their seeds, with sampling decoding, merged as repeated samples "
+            f"(records carry replicate 0-{len(runs) - 1}, in this order):{_listing(runs)}")
 
 
 def _shard_notes(runs: list[SampleRun]) -> tuple[list[str], list[str]]:
@@ -337,7 +395,8 @@ def load_records(path: str | os.PathLike, task: str, run: Any = None) -> list[di
     ``2025-01-31T12-00-00.123456``, a samples or results file, or a list of them — picks explicitly;
     runs of several models are an error). Records of strict and lenient answer extraction are never
     merged, and a doc found in two files is an error."""
-    return read_records(sample_files(path, task, run), task)
+    runs = [r for r in select_runs(path, task, run) if r.sample_file is not None]
+    return read_records([r.sample_file for r in runs], task, replicates=seed_replicates(runs))
 
 
 def _extraction(record: Any, sample: dict[str, Any]) -> str:
@@ -356,15 +415,18 @@ def _doc_key(sample: dict[str, Any]) -> str | None:
     return f"doc_hash {sample['doc_hash']}" if sample.get("doc_hash") else None
 
 
-def read_records(files: Iterable[str | os.PathLike], task: str) -> list[dict[str, Any]]:
+def read_records(files: Iterable[str | os.PathLike], task: str, replicates: bool = False) -> list[dict[str, Any]]:
     """Per-doc records of ``task`` from ``files`` (one run, or the shards of one run), in file order.
     ValueError when records of different answer extraction (``"extraction"``: strict, the default, or
     lenient) or of different scoring methods (``"method"``: generate, the default, or logprob) would be
-    merged, or when a doc occurs in two files."""
+    merged, or when a doc occurs in two files. ``replicates``: the files are runs that differ only in
+    their seeds (:func:`seed_replicates`): a doc may occur once in each, and every record gets the
+    ``replicate`` index of its file (REFLECT statistics count each as further samples of the doc)."""
     key = _record_key(task)
     records: list[dict[str, Any]] = []
     modes: dict[str, Path] = {}
     methods: dict[str, Path] = {}
+    settings: dict[str, dict[Any, Path]] = {}
     seen: dict[str, Path] = {}
     files = [Path(f) for f in files]
     for file in files:
@@ -389,7 +451,25 @@ def read_records(files: Iterable[str | os.PathLike], task: str) -> list[dict[str
                     raise ValueError(f"refusing to merge records of different scoring methods: {found}; {method} in "
                                      f"{file}:{line_no} (generated and probability-scored runs are separate results)")
                 methods.setdefault(method, file)
+                for field in SETTING_FIELDS:  # REFLECT prompt settings: never mixed within one result
+                    value = record.get(field) if isinstance(record, dict) else None
+                    value = tuple(value) if isinstance(value, list) else value
+                    known = settings.setdefault(field, {})
+                    if known and value not in known:
+                        found = "; ".join(f"{v} in {f}" for v, f in known.items())
+                        raise ValueError(f"refusing to merge records of different {field}: {found}; {value} in "
+                                         f"{file}:{line_no}")
+                    known.setdefault(value, file)
                 doc = _doc_key(sample)
+                if replicates:
+                    if doc is not None and doc in docs:
+                        raise ValueError(f"{doc[:200]} occurs twice in {file}")
+                    if isinstance(record, dict):
+                        record = {**record, "replicate": files.index(file)}
+                    if doc is not None:
+                        docs[doc] = file
+                    records.append(record)
+                    continue
                 if doc is not None and doc in seen:
                     raise ValueError(f"{doc[:200]} occurs in {seen[doc]} and in {file}: these files are not shards of "
                                      "one run (select one run with run=)")
@@ -497,9 +577,24 @@ def aggregation_family(task: str):
     return reflect.FAMILIES[family + ("_logprob" if is_logprob_task(task) else "")]
 
 
-def result_values(task: str, records: list[dict[str, Any]], summary: Any = None) -> dict[str, float]:
+def result_values(task: str, records: list[dict[str, Any]], summary: Any = None, tables: bool = False) -> dict[str, float]:
     """Every result key of ``task`` computed from its records, exactly as the task's aggregations do
     (so the logged samples of several shards give the numbers of one unsharded run)."""
     family = aggregation_family(task)
     summary = summarize(task, records) if summary is None else summary
-    return {key: float(reader(summary)) for key, reader in family.keys.items()}
+    values = {key: float(reader(summary)) for key, reader in family.keys.items()}
+    tables = table_family(task) if tables else None
+    if tables is not None:
+        table_summary = tables.summarize(records)
+        values.update({key: float(reader(table_summary)) for key, reader in tables.keys.items()})
+    return values
+
+
+def table_family(task: str):
+    """The REFLECT tables family whose keys ``task`` also reports (retention by group, mean absolute and
+    per-occupation salary gaps, missing cells), or None."""
+    if not task.startswith("focus_") or is_logprob_task(task):
+        return None
+    from lm_eval_bias.tasks import reflect
+
+    return reflect.TABLE_FAMILIES.get(task_family(task))

@@ -70,8 +70,9 @@ def _corrupt(src: Path) -> str:
     return "ceo/1/Black_woman.jpg"
 
 
-def _missing(src: Path) -> str:
-    (src / "nurse" / "2" / "White_man.jpg").unlink()
+def _missing(src: Path) -> str:  # a template may lack variants (user subsets), not every one of them
+    for path in (src / "nurse" / "2").iterdir():
+        path.unlink()
     return "nurse/2"
 
 
@@ -85,14 +86,14 @@ def _bad_name(src: Path) -> str:
     return "Hispanic_man.jpg"
 
 
-def _unknown_occupation(src: Path) -> str:
-    shutil.copytree(src / "ceo", src / "pilot")
-    return "pilot"
+def _unknown_occupation(src: Path) -> str:  # any lower-case slug is an occupation (App. C.7); this is none
+    shutil.copytree(src / "ceo", src / "Pilot crew")
+    return "Pilot crew"
 
 
-def _template_nine(src: Path) -> str:
-    shutil.copytree(src / "ceo" / "1", src / "ceo" / "9")
-    return "ceo/9"
+def _template_nine(src: Path) -> str:  # any positive number is a template; a word is not
+    shutil.copytree(src / "ceo" / "1", src / "ceo" / "nine")
+    return "ceo/nine"
 
 
 def _duplicate(src: Path) -> str:
@@ -114,7 +115,7 @@ def _stray_dir(src: Path) -> str:
 
 
 @pytest.mark.parametrize("breaker,reason", [
-    (_corrupt, "does not decode"), (_missing, "missing White_man"), (_wrong_size, "differs from"),
+    (_corrupt, "does not decode"), (_missing, "template folder has no image"), (_wrong_size, "differs from"),
     (_bad_name, "unknown file name"), (_unknown_occupation, "expected an occupation folder"),
     (_template_nine, "expected a template folder"), (_duplicate, "duplicate variant"),
     (_symlink_out, "outside the source tree"), (_stray_dir, "unknown file name"),
@@ -154,7 +155,7 @@ def test_cli_reports_error_and_exit_code(source, tmp_path, capsys):
     _missing(source)
     assert main(["build", "focus", "--source", str(source), "--output", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: ") and "nurse/2" in err and "missing White_man" in err
+    assert err.startswith("error: ") and "nurse/2" in err and "template folder has no image" in err
 
 
 def test_push_to_hub_uses_huggingface_hub_and_never_prints_the_token(source, tmp_path, monkeypatch, capsys):
@@ -235,7 +236,7 @@ def test_bias_in_bios_reader_maps_profession_codes(tmp_path):
 
 def test_bios_errors_name_file_and_line(tmp_path):
     src = tmp_path / "bad.csv"
-    src.write_text("occupation,biography\nceo,Runs a company.\npilot,Flies planes.\n")
+    src.write_text("occupation,biography\nceo,Runs a company.\nairline pilot!,Flies planes.\n")  # not a slug
     with pytest.raises(SourceError) as err:
         build_focus_bios(src, tmp_path / "out")
     assert err.value.path.endswith("bad.csv:3") and "unknown occupation" in err.value.reason

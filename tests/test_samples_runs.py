@@ -25,7 +25,7 @@ OLD, NEW = "2025-01-31T10-00-00.000001", "2025-02-01T09-30-15.123456"
 
 def fake_run(root: Path, stamp: str, docs, *, task: str = TASK, model: str = "bias-probe", model_args=None,
              shard: str | None = None, extraction: str | None = None, folder: str | None = None,
-             with_results: bool = True) -> Path:
+             with_results: bool = True, gen_kwargs=None, seed: int | None = None) -> Path:
     """One lm-eval run of ``task`` over ``docs`` (plugin doc ids), written as lm-eval writes it."""
     model_args = {"seed": 1} if model_args is None else model_args
     key = samples._record_key(task)  # the result key under which each sample carries its record
@@ -42,7 +42,9 @@ def fake_run(root: Path, stamp: str, docs, *, task: str = TASK, model: str = "bi
             "versions": {task: 1.0}, "n-shot": {task: 0},
             "n-samples": {task: {"original": 20, "effective": len(docs)}},
             "config": {"model": model, "model_args": model_args, "batch_size": 1, "device": "cpu", "limit": None,
-                       "gen_kwargs": {}},
+                       "gen_kwargs": gen_kwargs or {},
+                       **({} if seed is None else {"random_seed": seed, "numpy_seed": seed, "torch_seed": seed,
+                                                   "fewshot_seed": seed})},
             "model_name": out.name, "model_name_sanitized": out.name, "chat_template_sha": None,
             "system_instruction_sha": None, "fewshot_as_multiturn": None,
         }
@@ -221,3 +223,63 @@ def test_lenient_runs_carry_their_own_model_label():
     lenient = {**base, "configs": {"focus_2afc_income": {"metadata": {"answer_extraction": "lenient"}}}}
     assert model_label(base) == "org/vlm"
     assert model_label(lenient) == "org/vlm [lenient]"
+
+
+SAMPLING = {"do_sample": True, "temperature": 0.7}
+
+
+def test_runs_differing_only_in_seed_with_sampling_merge_as_replicates(tmp_path):
+    """App. C.5: repeated sampling across runs. Two sampled runs that differ only in their seeds merge,
+    each record marked with its replicate; the same doc may occur once per run."""
+    fake_run(tmp_path, OLD, ["a", "b"], folder="x1", gen_kwargs=SAMPLING, seed=1)
+    fake_run(tmp_path, NEW, ["a", "b"], folder="x2", gen_kwargs=SAMPLING, seed=2)
+    with pytest.warns(RunSelectionWarning, match="differing only in their seeds"):
+        records = samples.load_records(tmp_path, TASK)
+    assert [(r["run"], r["replicate"]) for r in records] == [(OLD, 0), (OLD, 0), (NEW, 1), (NEW, 1)]
+    with pytest.warns(RunSelectionWarning, match="merged as repeated samples"):
+        assert len(samples.load_records(tmp_path, TASK, run=[OLD, NEW])) == 4
+
+
+@pytest.mark.parametrize("second", [
+    {"gen_kwargs": SAMPLING, "seed": 1},  # same seed: a re-run, not a replicate
+    {"gen_kwargs": {}, "seed": 2},  # greedy decoding: more samples carry no information
+    {"gen_kwargs": {**SAMPLING, "temperature": 0.9}, "seed": 2},  # other settings
+])
+def test_runs_that_are_not_seed_replicates_are_never_merged(tmp_path, second):
+    fake_run(tmp_path, OLD, ["a", "b"], folder="x1", gen_kwargs=SAMPLING, seed=1)
+    fake_run(tmp_path, NEW, ["a", "b"], folder="x2", **second)
+    with pytest.warns(RunSelectionWarning, match="newest"):
+        records = samples.load_records(tmp_path, TASK)
+    assert [r["run"] for r in records] == [NEW, NEW] and all("replicate" not in r for r in records)
+
+
+def test_replicate_records_count_as_samples_in_the_statistics():
+    """Two replicates of a 2AFC pair: AB of one replicate pairs with BA of the same replicate only."""
+    from lm_eval_bias.tasks import reflect
+
+    def call(order, choice, replicate):
+        return {"template": "ceo/1", "occupation": "ceo", "pair_id": "ceo/1:0-1", "order": order,
+                "group_a": 0 if order == "AB" else 1, "group_b": 1 if order == "AB" else 0, "status": "valid",
+                "choice": choice, "replicate": replicate}
+
+    # replicate 0 consistent (picks group 0 both times), replicate 1 consistent (group 1)
+    records = [call("AB", "A", 0), call("BA", "B", 0), call("AB", "B", 1), call("BA", "A", 1)]
+    expanded = reflect.expand_samples(records)
+    assert sorted({r["pair_id"] for r in expanded}) == ["ceo/1:0-1#0.0", "ceo/1:0-1#1.0"]
+    from lm_eval_bias.stats.twoafc import TwoAFCCall, resolve_swaps
+
+    outcomes = resolve_swaps([TwoAFCCall.from_dict(r) for r in expanded])
+    assert [o.outcome for o in outcomes] == ["retained", "retained"]
+    assert sorted(o.winner for o in outcomes) == [0, 1]
+
+
+def test_records_of_different_prompt_settings_never_merge(tmp_path):
+    """REFLECT framings (App. C.1) and MCQ response formats (App. C.4) are separate results even when
+    their files are handed over as shards."""
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    key = samples._record_key(TASK)
+    for path, doc, fmt in ((a, "x", "letter"), (b, "y", "explained")):
+        path.write_text(json.dumps({"doc": {"doc_id": doc}, key: {"status": "valid", "response_format": fmt}}) + "\n")
+    with pytest.raises(ValueError, match="different response_format"):
+        samples.read_records([a, b], TASK)
+    assert len(samples.read_records([a], TASK)) == 1

@@ -273,8 +273,12 @@ def _salary(run: TaskRun, w: Writer, part: Part) -> None:
     tests = run.summary.tests_by_occupation
     if "occupation" in tests.columns:
         tests = tests.set_index("occupation")
-    part.details.append(w.table(tests, f"{run.task}_tests", "Table 13: cluster-robust tests of race, gender and "
-                                                           "race × gender per occupation (App. C.6).",
+    part.details.append(w.table(tests, f"{run.task}_tests", "Table 13: tests of race, gender and race × gender per "
+                                                           "occupation. p_*: within-template permutation of portrait "
+                                                           "labels (default); p_*_holm: Holm-adjusted over the 18 "
+                                                           "per-occupation tests; p_*_paper: the paper's unit-clustered "
+                                                           "regression tests (App. C.6), which over-reject when "
+                                                           "portraits differ.",
                                 no_interval="p-values have no interval."))
 
 
@@ -295,7 +299,45 @@ def render(runs: list[TaskRun], w: Writer) -> Part:
         except Exception as exc:  # noqa: BLE001 - partial runs (e.g. --limit, no valid answer) must not crash
             part.figures.append(note(f"{run.task}: figures could not be drawn from this run ({type(exc).__name__}: "
                                      f"{exc}).", "warning"))
+        try:
+            _tables(run, w, part)
+        except Exception as exc:  # noqa: BLE001 - as above
+            part.figures.append(note(f"{run.task}: tables could not be computed ({type(exc).__name__}: {exc}).",
+                                     "warning"))
     return part
+
+
+def _tables(run: TaskRun, w: Writer, part: Part) -> None:
+    """Missing cells of the source, retention by race and gender (App. C.1, Table 6 by group) and mean
+    absolute salary gaps (Fig. 6 magnitude), from the tables family of the task (lm_eval_bias.tasks.reflect)."""
+    from lm_eval_bias.tasks import reflect as tasks
+
+    family = tasks.TABLE_FAMILIES.get(run.family)
+    if family is None or not run.records:
+        return
+    summary = run.cache.get("tables") or run.cache.setdefault("tables", family.summarize(run.records))
+    if summary.missing_cells:
+        shown = ", ".join(summary.missing_cells[:20]) + (" …" if len(summary.missing_cells) > 20 else "")
+        part.warnings.append(f"{run.task}: {len(summary.missing_cells)} race × gender cells missing from the source "
+                             f"(metrics needing them are NaN): {shown}")
+    keys = [k for k in summary.estimates if k != "n_missing_images" and k in summary.stderr
+            and (run.family != "salary" or k.startswith("mean_abs_")) and math.isfinite(summary.estimates[k])]
+    if not keys:
+        return
+    rows = [{"key": k, "estimate": summary.estimates[k], "ci95_low": summary.ci_low.get(k, math.nan),
+             "ci95_high": summary.ci_high.get(k, math.nan), "null": summary.null.get(k, math.nan),
+             "p_null": summary.p_null.get(k, math.nan)} for k in keys]
+    frame = pd.DataFrame(rows).set_index("key").dropna(axis=1, how="all")
+    caption = {
+        "2afc": "Retention by race and by gender (App. C.1; Table 6 by group): retained pairs / pairs with an image of "
+                "the group; male win rate per occupation; 95 % template-cluster bootstrap intervals.",
+        "mcq": "Mean gaps and gender JSD per occupation (Fig. 5 by occupation; App. C.2, C.7), 95 % template-cluster "
+               "bootstrap intervals.",
+        "salary": "Mean absolute salary gap (%) across occupations (Fig. 6 magnitude; App. C.6), 95 % template-cluster "
+                  "bootstrap intervals; null: mean with the portraits' race × gender labels permuted within template, p_null: "
+                  "one-sided permutation p-value.",
+    }[run.family]
+    part.details.append(w.table(frame, f"{run.task}_tables", caption))
 
 
 __all__ = ["FAMILIES", "HEADLINE", "NAME", "TITLE", "group_rates", "render"]

@@ -24,12 +24,25 @@ VIGNETTE = "lm_eval_bias.tasks.vignette"
 #: a one-line JSON answer).
 LETTER_GENERATION = {"until": ["\\n\\n"], "do_sample": "false", "temperature": "0.0", "max_gen_toks": "8"}
 SALARY_GENERATION = {"until": ["\\n\\n"], "do_sample": "false", "temperature": "0.0", "max_gen_toks": "16"}
-#: Explanation + answer + confidence: room for a short explanation.
-EXPLAINED_GENERATION = {"until": ["\\n\\n\\n"], "do_sample": "false", "temperature": "0.0", "max_gen_toks": "256"}
+#: REFLECT App. C.5 (stochastic decoding): temperature 0.7, K samples per doc (K = 3 for 2AFC, 5 for MCQ).
+SAMPLED_LETTER_GENERATION = {"until": ["\\n\\n"], "do_sample": "true", "temperature": "0.7", "max_gen_toks": "8"}
+TWOAFC_SAMPLES, MCQ_SAMPLES = 3, 5
+#: REFLECT App. C.4: a letter line and a brief rationale line (the paper states no token limit).
+EXPLAINED_MCQ_GENERATION = {"until": ["\\n\\n\\n"], "do_sample": "false", "temperature": "0.0", "max_gen_toks": "128"}
+#: Counterfactual VQA explanation + answer + confidence. The paper states no output limit (closed models
+#: at each API's defaults, App. E); 1024 tokens leaves room for a long explanation, and a response cut
+#: off anyway is counted as ``truncated`` and by default left out of the pair metrics (docs/cf-vqa.md).
+EXPLAINED_GENERATION = {"until": ["\\n\\n\\n"], "do_sample": "false", "temperature": "0.0", "max_gen_toks": "1024"}
 #: VIGNETTE: a letter; deterministic by default. The paper's sampling (temperature 0.7, top_p 0.95,
 #: max_tokens 200) is one --gen_kwargs away (docs/vignette.md).
 CHOICE_GENERATION = {"until": ["\\n\\n"], "do_sample": "false", "temperature": "0.0", "max_gen_toks": "16"}
-JSON_GENERATION = {"until": ["\\n\\n"], "do_sample": "false", "temperature": "0.0", "max_gen_toks": "64"}
+#: VIGNETTE, the authors' protocol (``vignette_*_authors``): sampled as App. A.3 (temperature 0.7,
+#: top_p 0.95, max_tokens 200). The paper has no stop sequence; lm-eval requires one (its default is
+#: the same blank line), which cannot cut an option string.
+AUTHORS_CHOICE_GENERATION = {"until": ["\\n\\n"], "do_sample": "true", "temperature": "0.7", "top_p": "0.95",
+                             "max_gen_toks": "200"}
+#: FACT-OR-FAIR: JSON answer; no stop sequence (the authors' API calls set none), room for reasoning before it.
+JSON_GENERATION = {"do_sample": "false", "temperature": "0.0", "max_gen_toks": "512"}
 
 #: Metrics where lm-eval's "higher is better" arrow is meaningful. Bias effects (win rates, gaps,
 #: JSD's group-vs-global divergence, cognitive-error rates), errors, p-values and chance baselines
@@ -43,11 +56,13 @@ HIGHER_IS_BETTER = {
     "swap_inconsistent_rate": False,
     "polarization": False,
     "extreme_cell_rate": False,
+    "polarization_debiased": False,
     "s_fact": True,
     "s_e": True,
     "s_kld": True,
     "s_fair": True,
     "distance": False,
+    "s_kld_authors": True, "s_fair_authors": True, "distance_authors": False, "truncated_rate": False,
     "consistency": True,
     "cc_auc": True,
     "sr_auc": True,
@@ -80,7 +95,11 @@ def _generation(kwargs: dict) -> list[str]:
 
 
 def _task(name: str, module: str, family: AggregationFamily, loader: str, loader_kwargs: dict, doc_to_text: str,
-          doc_to_image: str | None, process_results: str, generation: dict, description: str) -> str:
+          doc_to_image: str | None, process_results: str, generation: dict, description: str,
+          extra_families: tuple[AggregationFamily, ...] = (), repeats: int | None = None) -> str:
+    """One generation task. ``extra_families``: more result keys from the same records (REFLECT tables);
+    ``repeats``: k responses per doc, all passed to ``process_results`` (lm-eval's ``take_first_k``
+    filter, named ``none`` so the result keys keep their usual ``<key>,none`` names)."""
     lines = [f"# {description}", f"task: {name}", f"custom_dataset: !function {module}.{loader}"]
     if loader_kwargs:
         lines.append("dataset_kwargs:")
@@ -89,8 +108,13 @@ def _task(name: str, module: str, family: AggregationFamily, loader: str, loader
     if doc_to_image:
         lines.append(f"doc_to_image: !function {module}.{doc_to_image}")
     lines += ['doc_to_target: ""', f"process_results: !function {module}.{process_results}"]
+    if repeats:
+        lines += [f"repeats: {repeats}", "filter_list:", "  - name: none", "    filter:",
+                  "      - function: take_first_k", f"        k: {repeats}"]
     lines += _generation(generation)
     lines += _metric_list(module, family)
+    for extra in extra_families:
+        lines += _metric_list(module, extra)[1:]
     lines += ["metadata:", "  version: 1.0"]
     return HEADER + "\n".join(lines) + "\n"
 
@@ -122,6 +146,7 @@ def _group(name: str, tasks: list[str], description: str) -> str:
 
 def _reflect_files() -> dict[str, str]:
     families = reflect.FAMILIES
+    tables = reflect.TABLE_FAMILIES
     files: dict[str, str] = {}
     for scenario in reflect.TWOAFC_SCENARIOS:
         name = f"focus_2afc_{scenario}"
@@ -129,6 +154,22 @@ def _reflect_files() -> dict[str, str]:
             name, REFLECT, families["2afc"], "load_2afc_docs", {"scenario": scenario}, "doc_to_text_2afc",
             "doc_to_image_pair", "process_results_2afc", LETTER_GENERATION,
             f"REFLECT 2AFC, {scenario} scenario (paper Sec. 4.1, Fig. 8): 45 pairs x AB/BA per FOCUS template.",
+            extra_families=(tables["2afc"],),
+        )
+        for framing in ("p0", "p2"):  # App. C.1 prompt-framing ablation (Table 7); p1 is the default task
+            name = f"focus_2afc_{scenario}_{framing}"
+            files[f"reflect/{name}.yaml"] = _task(
+                name, REFLECT, families["2afc"], "load_2afc_docs", {"scenario": scenario, "framing": framing},
+                "doc_to_text_2afc", "doc_to_image_pair", "process_results_2afc", LETTER_GENERATION,
+                f"REFLECT 2AFC, {scenario} scenario, framing {framing.upper()} of the App. C.1 ablation (Table 7).",
+                extra_families=(tables["2afc"],),
+            )
+        name = f"focus_2afc_{scenario}_k{TWOAFC_SAMPLES}"
+        files[f"reflect/{name}.yaml"] = _task(
+            name, REFLECT, families["2afc"], "load_2afc_docs", {"scenario": scenario}, "doc_to_text_2afc",
+            "doc_to_image_pair", "process_results_2afc", SAMPLED_LETTER_GENERATION,
+            f"REFLECT 2AFC, {scenario} scenario, K = {TWOAFC_SAMPLES} samples per call at temperature 0.7 (App. C.5, "
+            "Table 12).", extra_families=(tables["2afc"],), repeats=TWOAFC_SAMPLES,
         )
     for variant in ("salary", "education"):
         name = f"focus_mcq_{variant}"
@@ -136,11 +177,27 @@ def _reflect_files() -> dict[str, str]:
             name, REFLECT, families["mcq"], "load_mcq_docs", {"variant": variant}, "doc_to_text_mcq",
             "doc_to_image_single", "process_results_mcq", LETTER_GENERATION,
             f"REFLECT MCQ, {variant} (paper Sec. 4.2, Fig. 9): one doc per FOCUS image.",
+            extra_families=(tables["mcq"],),
+        )
+        name = f"focus_mcq_{variant}_explained"
+        files[f"reflect/{name}.yaml"] = _task(
+            name, REFLECT, families["mcq"], "load_mcq_docs", {"variant": variant, "response_format": "explained"},
+            "doc_to_text_mcq", "doc_to_image_single", "process_results_mcq", EXPLAINED_MCQ_GENERATION,
+            f"REFLECT MCQ, {variant}, explanation-augmented: letter on the first line, a rationale on the second "
+            "(App. C.4, Table 10).", extra_families=(tables["mcq"],),
+        )
+        name = f"focus_mcq_{variant}_k{MCQ_SAMPLES}"
+        files[f"reflect/{name}.yaml"] = _task(
+            name, REFLECT, families["mcq"], "load_mcq_docs", {"variant": variant}, "doc_to_text_mcq",
+            "doc_to_image_single", "process_results_mcq", SAMPLED_LETTER_GENERATION,
+            f"REFLECT MCQ, {variant}, K = {MCQ_SAMPLES} samples per photo at temperature 0.7 (App. C.5, Table 11).",
+            extra_families=(tables["mcq"],), repeats=MCQ_SAMPLES,
         )
     files["reflect/focus_salary.yaml"] = _task(
         "focus_salary", REFLECT, families["salary"], "load_salary_docs", {}, "doc_to_text_salary",
         "doc_to_image_single", "process_results_salary", SALARY_GENERATION,
         "REFLECT salary recommendation (paper Sec. 4.3, Fig. 10): every portrait x every biography of its occupation.",
+        extra_families=(tables["salary"],),
     )
     files["reflect/_focus_2afc.yaml"] = _group(
         "focus_2afc", [f"focus_2afc_{s}" for s in reflect.TWOAFC_SCENARIOS], "REFLECT 2AFC scenarios."
@@ -234,6 +291,21 @@ def _vignette_files() -> dict[str, str]:
             None if paradigm == "decision_textonly" else "doc_to_image", "process_results", CHOICE_GENERATION,
             f"VIGNETTE {paradigm}: {what[paradigm]}; pairs composed side by side when read.",
         )
+    for variant, base in vignette.AUTHORS_VARIANTS.items():  # not in the group: a protocol of its own
+        name = f"vignette_{variant}"
+        files[f"vignette/{name}.yaml"] = _task(
+            name, VIGNETTE, vignette.FAMILIES[variant], "load_docs", {"paradigm": variant}, "doc_to_text",
+            "doc_to_image", "process_results", AUTHORS_CHOICE_GENERATION,
+            f"VIGNETTE {base}, the authors' protocol: system prompt + bare question, answers = option strings, sampled.",
+        ).replace("metadata:\n  version: 1.0\n", "metadata:\n  version: 1.0\n  authors_prompt: llava\n")
+    for name in list(files):  # every VIGNETTE run records how its pairs were chosen (never merged across modes)
+        paradigm = vignette.AUTHORS_VARIANTS.get(name[len("vignette/vignette_"):-len(".yaml")],
+                                                 name[len("vignette/vignette_"):-len(".yaml")])
+        files[name] = files[name].replace(
+            "metadata:\n  version: 1.0\n",
+            f"metadata:\n  version: 1.0\n  pair_sampling: {vignette.DEFAULT_SAMPLING[paradigm]}\n")
+    for name in list(files):  # lm-eval holds each doc once, not one dict per walk over the split (docs/backends.md)
+        files[name] = files[name].replace("test_split: test\n", f"test_split: test\nprocess_docs: !function {VIGNETTE}.shared_docs\n")
     files["vignette/_vignette.yaml"] = _group("vignette", names, "VIGNETTE: all paradigms (no group-level score).")
     return files
 
