@@ -8,7 +8,7 @@ write the report folder.
     REPORT_DIR/figures/<model>/*.png|svg  every figure at paper size (PNG 300 dpi, SVG)
     REPORT_DIR/tables/<model>/*.csv       every table
     REPORT_DIR/tables/cross_model_spearman_<task>.csv, figures/_comparison/
-    REPORT_DIR/leaderboard.csv|md|json
+    REPORT_DIR/leaderboard.csv|md|json, leaderboard_comparisons.csv
     REPORT_DIR/docs/*.md                  the metric documentation the glossaries link to (from a checkout)
 """
 
@@ -17,12 +17,18 @@ from __future__ import annotations
 from pathlib import Path
 
 from lm_eval_bias.report import card, comparison, glossary, leaderboard, page
+from lm_eval_bias.report.intervals import skip_explicit_gc
 from lm_eval_bias.report.render import style
 from lm_eval_bias.report.runs import load_runs
 
 
 def build_report(run_dirs: list[str | Path], output: str | Path) -> Path:
     """Write the report for every model under ``run_dirs`` into ``output``; returns index.html."""
+    with skip_explicit_gc():  # statsmodels' Holm adjustment collects garbage on every call: slow here
+        return _build(run_dirs, output)
+
+
+def _build(run_dirs: list[str | Path], output: str | Path) -> Path:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -40,8 +46,10 @@ def build_report(run_dirs: list[str | Path], output: str | Path) -> Path:
     for c in cards:
         title = f"Bias card: {c.model.label}"
         (root / c.href).write_text(page.document(title, c.html, root, root / "cards"), encoding="utf-8")
-    leaderboard.write(models, root)
-    body = page.index_body(models, cards, aliases, run_dirs, comparison_html, leaderboard.section(models, aliases))
+    ranks = leaderboard.rankings(models)  # paired comparisons of adjacent models: computed once
+    leaderboard.write(models, root, ranks)
+    body = page.index_body(models, cards, aliases, run_dirs, comparison_html,
+                           leaderboard.section(models, aliases, ranks))
     index = root / "index.html"
     index.write_text(page.document("Bias report", body, root, root), encoding="utf-8")
     return index

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lm_eval_bias.report import cf_vqa, fact_or_fair, reflect, vignette
-from lm_eval_bias.report.intervals import counts_table, key_table
+from lm_eval_bias.report.intervals import counts_table, holm_families, key_table
 from lm_eval_bias.report.render import Part, Writer, details, esc, key_link, slugify, table_html, warning_box
 from lm_eval_bias.report.runs import ModelRun
 
@@ -64,9 +64,33 @@ def _run_warnings(model: ModelRun, parts: dict[str, Part]) -> list[str]:
     return items
 
 
+def multiplicity_statement(runs) -> str:
+    """Which test families of ``runs`` are Holm-corrected (their ``_holm`` keys), and what is not."""
+    families = {run.task: holm_families(run) for run in runs}
+    families = {task: keys for task, keys in families.items() if keys}
+    if families:
+        listed = "; ".join(f"{task}: {', '.join(keys)}" for task, keys in families.items())
+        corrected = (f"Holm-corrected within each task's test family (the tests the paper reports together; "
+                     f"adjusted p-values are the <code>_holm</code> keys): {esc(listed)}.")
+    else:
+        corrected = "No test family of these tasks is Holm-corrected (none reports one)."
+    return (f'<p class="multiplicity"><strong>Multiplicity.</strong> {corrected} A task\'s pooled headline test is '
+            "its primary test and is not adjusted; nothing is corrected across tasks or benchmarks. Null floors "
+            "(mean of a magnitude under the permutation null) and \u201cmore than chance\u201d p-values are shown "
+            "beside the metrics they belong to.</p>")
+
+
+def _counts(run) -> str:
+    """The run's counts (``n_templates``, ``n_pairs``, ``n_clusters``, …) for a caption."""
+    counts = [f"{k} = {int(v)}" for k, v in run.metrics.items()
+              if k.startswith("n_") and isinstance(v, (int, float)) and v == v and float(v).is_integer()]
+    return "; ".join(counts)
+
+
 def _section_html(section, part: Part, runs, anchor: str) -> str:
     html = [f'<section class="benchmark" id="{esc(anchor)}"><h2>{esc(section.TITLE)}</h2>']
     html.append('<ul class="headlines">' + "".join(h.html() for h in part.headlines) + "</ul>")
+    html.append(multiplicity_statement(runs))
     if part.warnings:
         html.append('<ul class="warning">' + "".join(f"<li>{esc(w)}</li>" for w in part.warnings) + "</ul>")
     if part.figures:
@@ -97,8 +121,11 @@ def build(model: ModelRun, root: Path) -> Card:
         for run in runs:
             part.details.append(writer.table(
                 key_table(run), f"{run.task}_keys",
-                f"{run.task}: every result key with its 95 % interval and how it was computed "
+                f"{run.task}: every result key with its 95 % interval and how it was computed, and where the task "
+                "reports them its null floor, \u201cmore than chance\u201d p-value, chance level and Holm-adjusted "
+                "p-value (derived keys are columns, not rows; _paper / _authors variants are labelled) "
                 f"({run.n_samples if run.n_samples is not None else '?'} docs"
+                + (f"; {_counts(run)}" if _counts(run) else "")
                 + (f"; partial run: {run.partial}" if run.partial else "") + ").",
                 index_html=lambda key, name=section.NAME: key_link(name, key)))
         card.parts[section.NAME] = part

@@ -1,11 +1,28 @@
 """The comparison on the index page: every model's headline sentences side by side, per benchmark and
-task, and the cross-model Spearman correlation of the 45 upper-triangle 2AFC win-rate cells (REFLECT
-Table 5; ``tables/cross_model_spearman_<task>.csv``, ``figures/_comparison/``)."""
+task, the cross-model Spearman correlation of the 45 upper-triangle 2AFC win-rate cells (REFLECT
+Table 5; ``tables/cross_model_spearman_<task>.csv``, ``figures/_comparison/``), and the paired
+comparison of two models (:func:`paired_comparison`) behind the leaderboard's ties.
+
+Paired comparison: on the docs both models answered — matched by the plugin's ``doc_id``, else by the
+record's design fields (template, pair, order, group, statistic, side, …) and their occurrence — the
+benchmark's clusters (:data:`lm_eval_bias.report.intervals.CLUSTERING`: REFLECT templates within
+occupation, FACT-OR-FAIR queries within statistic × side, CF-VQA pairs within category, VIGNETTE image
+pairs within dimension) are resampled *jointly* for both models and every headline key is recomputed
+with the task's own aggregation (:func:`lm_eval_bias.samples.result_values`, the tasks' own bootstraps
+off), giving the difference's percentile interval and bootstrap p-value
+(:func:`lm_eval_bias.stats.paired.paired_cluster_bootstrap`). Docs answered by only one model are left
+out and counted. ``LM_EVAL_BIAS_REPORT_BOOTSTRAP_ITERS`` (default 200; 0 disables) and
+``LM_EVAL_BIAS_BOOTSTRAP_SEED`` set the replicates.
+"""
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from lm_eval_bias.report.card import SECTIONS, Card
@@ -73,3 +90,109 @@ def section(models: list[ModelRun], cards: list[Card], aliases: dict[str, str], 
         parts.append('<p class="note">Cross-model correlations need two or more models with the same 2AFC task.</p>')
     parts.append("</section>")
     return "".join(parts)
+
+
+# -- paired comparison of two models ----------------------------------------------------------------------
+#: family -> record fields that identify a doc when the record has no ``doc_id`` (its design, not the answer)
+DESIGN_FIELDS = {
+    "2afc": ("template", "occupation", "pair_id", "order", "group_a", "group_b"),
+    "mcq": ("template", "occupation", "group", "variant"),
+    "salary": ("template", "occupation", "bio_id", "group"),
+    "fact_or_fair": ("query_id", "attribute", "statistic", "side", "context", "background_group", "true_group"),
+    "cf_vqa": ("doc_id", "pair_id", "run", "side"),
+    "vignette": ("doc_id", "pair_id"),
+}
+
+
+def doc_keys(records: list[dict[str, Any]], family: str) -> list[tuple]:
+    """One identity per record: its ``doc_id`` or its design fields (:data:`DESIGN_FIELDS`), with the
+    occurrence number among records of the same design (so repeated designs match in order)."""
+    fields = ("doc_id",) if all(isinstance(r, dict) and "doc_id" in r for r in records) else DESIGN_FIELDS[family]
+    seen: dict[tuple, int] = {}
+    out = []
+    for record in records:
+        design = tuple(str(record.get(f)) for f in fields)
+        seen[design] = seen.get(design, 0) + 1
+        out.append((*design, seen[design]))
+    return out
+
+
+@dataclass
+class PairedComparison:
+    """Model a − model b on one task: per key a :class:`~lm_eval_bias.stats.paired.PairedDifference`,
+    and how many docs were shared or answered by only one of them."""
+
+    task: str
+    model_a: str
+    model_b: str
+    n_shared: int = 0
+    n_only_a: int = 0
+    n_only_b: int = 0
+    n_clusters: int = 0
+    differences: dict = field(default_factory=dict)
+    method: str = ""
+    reason: str = ""  # why there is no comparison
+
+
+def paired_comparison(task: str, records_a: list[dict] | None, records_b: list[dict] | None, keys: list[str],
+                      label_a: str = "a", label_b: str = "b", n_boot: int | None = None, seed: int | None = None,
+                      cache: dict | None = None) -> PairedComparison:
+    """Paired cluster bootstrap of ``keys`` of ``task``, model a − model b, on the docs both answered.
+
+    The shared docs are put in a canonical order and clustered by the benchmark's design, so the
+    resampling weights depend only on which docs are shared; ``cache`` (a dict kept by the caller)
+    reuses one model's replicates in every comparison over the same docs (a leaderboard compares
+    each model with several others)."""
+    from lm_eval_bias import samples
+    from lm_eval_bias.report.intervals import (CLUSTERING, clusters_of, point_estimates_only,
+                                               report_bootstrap_settings, resample_records)
+    from lm_eval_bias.stats.bootstrap import cluster_bootstrap_weights
+    from lm_eval_bias.stats.paired import paired_difference, replicate_values
+
+    iters, default_seed = report_bootstrap_settings()
+    n_boot = iters if n_boot is None else n_boot
+    seed = default_seed if seed is None else seed
+    cache = {} if cache is None else cache
+    out = PairedComparison(task, label_a, label_b)
+    if not records_a or not records_b:
+        out.reason = "no logged samples for both models"
+        return out
+    family = samples.task_family(task)
+    by_a = dict(zip(doc_keys(records_a, family), records_a))
+    by_b = dict(zip(doc_keys(records_b, family), records_b))
+    shared = sorted(set(by_a) & set(by_b))
+    out.n_shared = len(shared)
+    out.n_only_a = len(records_a) - len(shared)
+    out.n_only_b = len(records_b) - len(shared)
+    if n_boot == 0:
+        out.reason = "resampling off"
+        return out
+    pairs = [{**by_a[k], "_doc": k} for k in shared]  # clustered by the design (the same in both records)
+    _, members, strata = clusters_of(pairs, family)
+    out.n_clusters = len(members)
+    if len(members) < 2:
+        out.reason = "fewer than two shared clusters"
+        return out
+    out.method = f"paired cluster bootstrap, {CLUSTERING[family][0]}, B = {n_boot}"
+    weights = cluster_bootstrap_weights(strata, n_boot, seed)
+    docs_id = hash((task, tuple(shared), n_boot, seed))
+
+    def replicates(label: str, by_doc: dict, source: list) -> tuple[dict[str, float], dict[str, np.ndarray]]:
+        memo = (label, id(source), docs_id, tuple(keys))
+        if memo not in cache:
+            clusters = [[by_doc[m["_doc"]] for m in member] for member in members]
+
+            def values(w: np.ndarray) -> dict[str, float]:
+                found = samples.result_values(task, resample_records(clusters, w))
+                return {key: found.get(key, math.nan) for key in keys}
+
+            with point_estimates_only():
+                estimate = values(np.ones(len(clusters), dtype=np.int64))
+                cache[memo] = (estimate, replicate_values(values, weights, keys))
+        return cache[memo]
+
+    estimate_a, reps_a = replicates(label_a, by_a, records_a)
+    estimate_b, reps_b = replicates(label_b, by_b, records_b)
+    out.differences = {key: paired_difference(estimate_a[key], estimate_b[key], reps_a[key], reps_b[key], len(members),
+                                              n_strata=len(set(strata))) for key in keys}
+    return out

@@ -18,7 +18,7 @@ from lm_eval_bias.report.render import esc, esc_id
 
 #: benchmark -> documentation file (``docs/`` of the repository)
 DOCS = {"reflect": "reflect.md", "fact_or_fair": "fact-or-fair.md", "cf_vqa": "cf-vqa.md", "vignette": "vignette.md",
-        "report": "report.md"}
+        "report": "report.md", "statistics": "statistics.md"}
 TITLES = {"reflect": "REFLECT / FOCUS", "fact_or_fair": "FACT-OR-FAIR", "cf_vqa": "Counterfactual VQA",
           "vignette": "VIGNETTE"}
 SOURCE_DOCS = Path(__file__).resolve().parents[2] / "docs"
@@ -60,9 +60,9 @@ ENTRIES: list[tuple[str, str, str, str]] = [
                                 "mean over occupations (Fig. 6).", ""),
     ("reflect", f"gap_pct_(?P<x>{_RACE})", "recommended salary of the {x} group relative to White, "
                                            "(μ / μ_White − 1) × 100 %, mean over occupations (Fig. 6).", ""),
-    ("reflect", "p_race", "p-value of the joint test of the race effect on salary (cluster-robust, App. C.6).", ""),
-    ("reflect", "p_gender", "p-value of the gender effect on salary (cluster-robust, App. C.6).", ""),
-    ("reflect", "p_race_x_gender", "p-value of the joint test of the race × gender interaction (App. C.6).", ""),
+    ("reflect", "p_race", "p-value of the race effect on salary: permutation of portrait labels within template (calibrated default; the paper's unit-clustered Wald test is p_race_paper, App. C.6).", ""),
+    ("reflect", "p_gender", "p-value of the gender effect on salary: permutation of portrait labels within template (calibrated default; the paper's unit-clustered Wald test is p_gender_paper, App. C.6).", ""),
+    ("reflect", "p_race_x_gender", "p-value of the race × gender interaction (Freedman–Lane permutation within template; the paper's test is p_race_x_gender_paper, App. C.6).", ""),
     # FACT-OR-FAIR
     ("fact_or_fair", "s_fact", "Def. 1: accuracy over valid answers (subjective tasks: share choosing the "
                                "statistic's true group).", ""),
@@ -106,13 +106,78 @@ ENTRIES: list[tuple[str, str, str, str]] = [
                                                     "(percentage points; 0 = all chosen equally).", ""),
     ("vignette", f"mean_abs_polarity_(?P<x>{_DIM})", "mean over the {x} identities of |polarity| = |S(high-valence "
                                                      "terms) − S(low-valence terms)| (percentage points).", ""),
+    # REFLECT, beyond the paper: tests, bias-corrected estimates
+    ("reflect", "p_male_win_rate", "two-sided permutation p-value of the men's win rate against parity 0.5 (genders "
+                                   "of the two images of one race swapped within a template).", ""),
+    ("reflect", f"p_win_rate_(?P<x>{_RACE})", "two-sided permutation p-value of the {x} win rate against parity 0.5 "
+                                              "(races permuted among the images of one gender within a template).", ""),
+    ("reflect", "(?P<x>[a-z_]+?)_debiased", "{x} with its small-sample bias removed by the bootstrap (bias-corrected "
+                                            "estimate; its interval is the basic bootstrap interval).", ""),
+    # FACT-OR-FAIR, Counterfactual VQA: shares and per-category keys beyond the headline ones
+    ("fact_or_fair", "truncated_rate", "queries whose answer was cut by the token limit (a subset of invalid_rate).", ""),
+    ("cf_vqa", "truncated_rate", "responses cut by the token limit (a subset of invalid_rate).", ""),
+    ("cf_vqa", "human_consistency", "mean human consistency over the pairs that carry it (the paper's human "
+                                    "baseline).", ""),
+    ("cf_vqa", f"(?P<x>human_consistency|consistency_minus_human|invalid_rate|truncated_rate)_"
+               "(?:demography|culture|environment|behavior|aesthetic)", "{x} over the pairs of one category.", ""),
+    ("cf_vqa", "n_pairs_(?P<x>demography|culture|environment|behavior|aesthetic)", "image pairs of the {x} category.",
+     ""),
+    # counts beside the metrics, every benchmark (first match wins: specific entries above)
+    ("vignette", "n_identities_significant", "identities whose Holm-adjusted identity test is significant at 5 %.",
+     ""),
+    ("vignette", "n_identities_significant_(?P<x>struggle|capability|enjoyment|dislike)",
+     "identities whose Holm-adjusted identity test for the '{x}' question is significant at 5 %.", ""),
+    ("vignette", "n_polarity_undefined", "identity × SSCM-dimension cells whose polarity is undefined (no answer).", ""),
+    *((b, "n_(?P<x>[a-z_]+)", "count of {x} in the run (the units the estimates and their intervals rest on; "
+                              "see the benchmark's page).", "") for b in ("reflect", "fact_or_fair", "cf_vqa", "vignette")),
 ]
 _COMPILED = [(b, re.compile(p + r"\Z"), d, doc) for b, p, d, doc in ENTRIES]
 
 
+#: what the suffix of a derived or variant key means (docs/statistics.md); the key shares the
+#: documentation anchor of its metric (:func:`lm_eval_bias.tasks.aggregation.base_key`)
+SUFFIXES: dict[str, str] = {
+    "_stderr": "standard error of {m}: standard deviation of the benchmark's cluster-bootstrap replicates.",
+    "_ci_low": "lower end of the 95 % interval of {m}: 2.5 % percentile of the benchmark's cluster bootstrap, "
+               "computed inside the task (the same with or without --log_samples).",
+    "_ci_high": "upper end of the 95 % interval of {m}: 97.5 % percentile of the benchmark's cluster bootstrap, "
+                "computed inside the task.",
+    "_null": "null floor of {m}: its mean under a permutation null of the same design (group labels permuted "
+             "within template / pair); the value {m} takes without any bias.",
+    "_p_null": "one-sided permutation p-value of {m} being more than chance (above its null floor).",
+    "_holm": "Holm-adjusted p-value of {m} within its test family (the tests the paper reports together); "
+             "nothing is corrected across tasks or benchmarks.",
+    "_chance": "analytic chance level of {m} (what a model answering at random gets).",
+    "_paper": "{m} computed by the paper's own procedure, which fails calibration; kept by name, the unsuffixed "
+              "key is the calibrated default.",
+    "_authors": "{m} computed as the authors' released code does, where it differs from the paper.",
+}
+
+
+def split_suffix(key: str) -> tuple[str, str]:
+    """(metric, suffix) of a derived or variant key (``polarization_ci_low`` -> (``polarization``,
+    ``_ci_low``)), else (key, "")."""
+    for suffix in SUFFIXES:
+        if key.endswith(suffix) and len(key) > len(suffix):
+            return key[: -len(suffix)], suffix
+    return key, ""
+
+
 def lookup(benchmark: str, key: str) -> tuple[str, str]:
     """(definition, documentation file) of ``key`` in ``benchmark``; a key the table does not know
-    is described as such (never a broken link)."""
+    is described as such (never a broken link). Derived and variant keys (:data:`SUFFIXES`) are
+    defined through their metric when the table has no entry of their own."""
+    found = _lookup(benchmark, key)
+    if found is not None:
+        return found
+    base, suffix = split_suffix(key)
+    if suffix:
+        definition, doc = lookup(benchmark, base)
+        return f"{SUFFIXES[suffix].replace('{m}', base)} {base}: {definition}", doc
+    return "result key of the task (see the benchmark's documentation).", DOCS[benchmark]
+
+
+def _lookup(benchmark: str, key: str) -> tuple[str, str] | None:
     for b, pattern, definition, doc in _COMPILED:
         if b == benchmark:
             match = pattern.match(key)
@@ -120,7 +185,7 @@ def lookup(benchmark: str, key: str) -> tuple[str, str]:
                 x = (match.groupdict().get("x") or "")
                 x = x.replace("_", " ").title() if re.fullmatch(_RACE, x) else x.replace("_", " ")
                 return definition.replace("{x}", x), DOCS[doc or benchmark]
-    return "result key of the task (see the benchmark's documentation).", DOCS[benchmark]
+    return None
 
 
 def copy_docs(root: Path) -> bool:
@@ -152,9 +217,16 @@ def section(used: dict[str, set[str]], root: Path, page_dir: Path) -> str:
              'short and the reference of its full definition. Intervals are 95 %; how each was computed is in the '
              'tables (column "interval") and in <code>docs/report.md</code>.</p>']
     from lm_eval_bias.report.intervals import REASONS
+    from lm_eval_bias.tasks.aggregation import base_key
 
     reasons = "".join(f"<dt>({esc(short)})</dt><dd>{esc(why)}</dd>" for short, why in REASONS.items())
     parts.append(f'<h3 id="no-interval">Numbers without an interval</h3><dl class="gloss">{reasons}</dl>')
+    suffixes = "".join(f"<dt><code>&lt;metric&gt;{esc(s)}</code></dt><dd>{esc(d.replace('{m}', 'the metric'))}</dd>"
+                       for s, d in SUFFIXES.items())
+    parts.append('<h3 id="derived-keys">Derived keys and variants</h3><p>Shown beside their metric, not as rows of '
+                 'their own (details: <code>docs/statistics.md</code>). Intervals, null floors and Holm adjustment '
+                 'come from the task itself; a pooled headline test is primary and unadjusted; nothing is corrected '
+                 f'across tasks or benchmarks.</p><dl class="gloss">{suffixes}</dl>')
     for benchmark in ("reflect", "fact_or_fair", "cf_vqa", "vignette"):
         keys = sorted(used.get(benchmark, ()))
         if not keys:
@@ -163,7 +235,7 @@ def section(used: dict[str, set[str]], root: Path, page_dir: Path) -> str:
         for key in keys:
             definition, doc = lookup(benchmark, key)
             items.append(f'<dt id="key-{esc(benchmark)}-{esc(key)}"><code>{esc_id(key)}</code></dt>'
-                         f"<dd>{esc(definition)} {doc_ref(root, page_dir, doc, key)}</dd>")
+                         f"<dd>{esc(definition)} {doc_ref(root, page_dir, doc, base_key(key))}</dd>")
         parts.append(f"<h3>{esc(TITLES[benchmark])}</h3><dl class=\"gloss\">{''.join(items)}</dl>")
     parts.append("</section>")
     return "".join(parts)

@@ -1,55 +1,68 @@
-"""The 95 % interval of every result key, or the reason it has none.
+"""The 95 % interval of every result key, or the reason it has none — one method whether or not
+samples were logged.
 
 In order of preference:
 
-1. REFLECT (``focus_*``): the template-cluster bootstrap percentile interval the task's own summary
-   computes (App. C.3: source-photo templates resampled within occupation; ``LM_EVAL_BIAS_BOOTSTRAP_ITERS``,
-   default 1000). Fewer than two templates give no interval (nothing to resample).
-2. FACT-OR-FAIR, Counterfactual VQA, VIGNETTE: their tasks compute no interval, so the report resamples
-   the logged records and recomputes every result key with the task's own aggregation
-   (:func:`lm_eval_bias.samples.result_values`) — FACT-OR-FAIR: queries within statistic × side;
-   CF-VQA: pairs (both images, all option orders) within category; VIGNETTE: image pairs (all their
-   questions) within bias dimension — and takes the 2.5 / 97.5 percentiles.
-   ``LM_EVAL_BIAS_REPORT_BOOTSTRAP_ITERS`` (default 200; 0 disables) and ``LM_EVAL_BIAS_BOOTSTRAP_SEED``
-   (default 1234) set it.
-3. A key with a ``<key>_stderr``: estimate ± 1.96 SE; a valid/refusal/invalid share of a run without
-   logged samples: Wilson.
+1. **The task's own interval**: the ``<key>_ci_low`` / ``<key>_ci_high`` result keys, a percentile
+   interval of the benchmark's own cluster bootstrap computed inside the task's aggregation
+   (``LM_EVAL_BIAS_BOOTSTRAP_ITERS``, default 1000; ``LM_EVAL_BIAS_BOOTSTRAP_SEED``) — the same number
+   in the results JSON, in the logged samples and here. REFLECT summaries that carry the same
+   intervals as a ``ci_low`` / ``ci_high`` table (the template-cluster bootstrap of App. C.3) count
+   as the task's own too.
+2. **Fallback for results written by older versions of the plugin** (results without any
+   ``_ci_low`` / ``_ci_high`` key; in a current results file a key without them has no interval, "none
+   from the task"): when the run has logged samples, the report resamples them — the benchmark's clusters
+   within its strata (:data:`CLUSTERING`) — recomputes the key with the task's own aggregation
+   (:func:`lm_eval_bias.samples.result_values`) and takes the 2.5 / 97.5 percentiles
+   (``LM_EVAL_BIAS_REPORT_BOOTSTRAP_ITERS``, default 200; 0 disables). The method says so.
 
-Otherwise :class:`Interval` says why there is none: a p-value, a count, a chance baseline, an
-undefined value, no logged samples, too few clusters to resample.
+There is no normal-approximation fallback (estimate ± 1.96 SE): it leaves the range of bounded
+metrics (a JSD below 0, a share above 1). Otherwise :class:`Interval` says why there is none: a
+p-value, a count, a chance baseline, an undefined value, too few clusters to resample (never a
+0-width interval), resampling turned off, a results file without intervals and without samples.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
 from lm_eval_bias.report.runs import TaskRun
-from lm_eval_bias.stats.intervals import normal_interval, proportion_interval
 
-DOC_RATES = ("valid_rate", "refusal_rate", "invalid_rate")
 ITERS_ENV = "LM_EVAL_BIAS_REPORT_BOOTSTRAP_ITERS"
 SEED_ENV = "LM_EVAL_BIAS_BOOTSTRAP_SEED"
 DEFAULT_ITERS = 200
+#: count keys that give the number of resampled clusters, first found wins
+CLUSTER_COUNT_KEYS = ("n_clusters", "n_templates", "n_pairs", "n_image_pairs", "n_queries")
+TASK_METHOD = "task's cluster bootstrap, percentile"
+FALLBACK_METHOD = ("bootstrap percentile by the report from the logged samples (fallback: results without the "
+                   "task's own interval, written by an older version)")
 
 
 #: why a number has no interval: the short phrase printed next to it -> the explanation (glossary, docs)
 REASONS = {
     "no data": "the value is undefined: nothing was answered to compute it from.",
     "no interval: p-value": "a p-value is a test result, not an estimate.",
-    "no interval: count": "a count of cells or docs.",
+    "no interval: count": "a count of cells, clusters or docs.",
     "no interval: chance level": "a chance baseline is a constant (1/k).",
+    "no interval: null floor": "a null floor is the mean of the metric under a permutation null, a reference "
+                               "level, not an estimate of the model.",
+    "no interval: too few clusters": "fewer than two clusters (templates, pairs, queries) to resample (e.g. a short "
+                                     "--limit): any interval would have zero width, so none is shown.",
     "no interval: 1 template": "REFLECT intervals resample source-photo templates; the run has only one "
                                "(e.g. a short --limit).",
     "no interval: bootstrap off": "resampling was turned off (LM_EVAL_BIAS_BOOTSTRAP_ITERS=0 or "
                                   "LM_EVAL_BIAS_REPORT_BOOTSTRAP_ITERS=0).",
     "no interval: undefined in resamples": "the value is undefined in most bootstrap resamples (too few answers).",
-    "no interval: no samples": "the run has no --log_samples records to resample.",
-    "no interval: too few units": "fewer than two units (queries, pairs) to resample.",
+    "no interval: none from the task": "the task computes no interval for this key (see the benchmark's page); the "
+                                       "report does not make one up.",
+    "no interval: no samples": "the results file carries no interval for this key (written by an older version) and "
+                               "the run has no --log_samples records to resample.",
     "no interval: within noise": "the estimate lies outside its own bootstrap distribution: a statistic biased "
                                  "under resampling (a max − min spread, a mean of absolute values) whose value is "
                                  "within resampling noise.",
@@ -68,14 +81,24 @@ class Interval:
         return math.isfinite(self.low) and math.isfinite(self.high)
 
 
-#: family -> (what is resampled, cluster of a record, stratum of a record)
-RESAMPLING: dict[str, tuple[str, Callable[[int, dict], Any], Callable[[dict], Any]]] = {
-    "fact_or_fair": ("queries resampled within statistic × side", lambda i, r: i,
+def _template(i: int, r: dict) -> Any:
+    return r.get("template", i)
+
+
+#: family -> (what is resampled, cluster of a record, stratum of a record): the benchmarks' resampling
+#: designs, used by the fallback interval and by the paired comparison of two models
+CLUSTERING: dict[str, tuple[str, Callable[[int, dict], Any], Callable[[dict], Any]]] = {
+    "2afc": ("source-photo templates resampled within occupation", _template, lambda r: r.get("occupation")),
+    "mcq": ("source-photo templates resampled within occupation", _template, lambda r: r.get("occupation")),
+    "salary": ("source-photo templates resampled within occupation", _template, lambda r: r.get("occupation")),
+    "fact_or_fair": ("queries resampled within statistic × side", lambda i, r: r.get("query_id", i),
                      lambda r: (r.get("statistic"), r.get("side"))),
     "cf_vqa": ("pairs resampled within category", lambda i, r: r.get("pair_id", i), lambda r: r.get("category")),
     "vignette": ("image pairs resampled within dimension", lambda i, r: r.get("pair_id", r.get("doc_id", i)),
                  lambda r: r.get("dimension")),
 }
+#: kept for callers of earlier versions
+RESAMPLING = CLUSTERING
 
 
 def report_bootstrap_settings() -> tuple[int, int]:
@@ -87,49 +110,113 @@ def report_bootstrap_settings() -> tuple[int, int]:
     return max(iters, 0), seed
 
 
+@contextlib.contextmanager
+def skip_explicit_gc() -> Iterator[None]:
+    """Within it ``gc.collect()`` is a no-op: statsmodels' ``multipletests(method="holm")`` runs a full
+    garbage collection on every call, which took 0.6 s per call with a report's objects alive (a third
+    of a report's time). Nothing is computed differently; the collector still runs automatically."""
+    import gc
+
+    collect = gc.collect
+    gc.collect = lambda *args, **kwargs: 0
+    try:
+        yield
+    finally:
+        gc.collect = collect
+
+
+@contextlib.contextmanager
+def point_estimates_only() -> Iterator[None]:
+    """Within it, the tasks' aggregations skip their own bootstrap and permutation nulls (only the
+    estimates are needed when the report resamples records itself); see also :func:`skip_explicit_gc`."""
+    from lm_eval_bias.tasks.aggregation import BOOTSTRAP_ITERS_ENV, NULL_ITERS_ENV
+
+    saved = {name: os.environ.get(name) for name in (BOOTSTRAP_ITERS_ENV, NULL_ITERS_ENV)}
+    os.environ.update({name: "0" for name in saved})
+    try:
+        with skip_explicit_gc():
+            yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def clusters_of(records: list[dict], family: str) -> tuple[list[Any], list[list[dict]], list[Any]]:
+    """(cluster keys, records of each cluster, stratum of each cluster) of ``records`` under the
+    family's design (:data:`CLUSTERING`); strata of a single cluster are pooled into one (a stratum of
+    one unit never varies under resampling)."""
+    _, cluster_of, stratum_of = CLUSTERING[family]
+    members: dict[Any, list[dict]] = {}
+    strata: dict[Any, Any] = {}
+    for i, record in enumerate(records):
+        key = cluster_of(i, record)
+        if key not in members:
+            members[key] = []
+            strata[key] = stratum_of(record)
+        members[key].append(record)
+    sizes: dict[Any, int] = {}
+    for stratum in strata.values():
+        sizes[stratum] = sizes.get(stratum, 0) + 1
+    singles = sum(1 for n in sizes.values() if n == 1)
+    keys = list(members)
+    stratum_list = [("(pooled single-cluster strata)",) if singles > 1 and sizes[strata[k]] == 1 else strata[k]
+                    for k in keys]
+    return keys, [members[k] for k in keys], stratum_list
+
+
+#: record fields that name a cluster or a doc: renamed in the second and later copies of a cluster drawn
+#: several times, so that a resample reads as distinct templates / pairs / docs (as the bootstrap means)
+IDENTITY_FIELDS = ("template", "pair_id", "doc_id", "bio_id", "query_id")
+
+
+def resample_records(members: list[list[dict]], weights: np.ndarray) -> list[dict]:
+    """The records of one bootstrap replicate: cluster ``k`` ``weights[k]`` times, copies relabelled
+    (:data:`IDENTITY_FIELDS` get ``#2``, ``#3``, …) so that no doc occurs twice."""
+    out: list[dict] = []
+    for k in np.flatnonzero(weights):
+        out.extend(members[k])
+        for copy in range(2, int(weights[k]) + 1):
+            out.extend({**r, **{f: f"{r[f]}#{copy}" for f in IDENTITY_FIELDS if r.get(f) is not None}}
+                       for r in members[k])
+    return out
+
+
 def resampled(run: TaskRun) -> tuple[dict[str, tuple[float, float]], str]:
     """({key: (low, high)}, method) from resampling ``run``'s records, or ({}, reason there is none).
-    Computed once per run."""
+    The fallback for keys without the task's own interval; computed once per run."""
     if "resampled" in run.cache:
         return run.cache["resampled"]
     out: tuple[dict[str, tuple[float, float]], str] = ({}, "")
-    what, cluster_of, stratum_of = RESAMPLING[run.family]
     iters, seed = report_bootstrap_settings()
     if not run.records:
+        out = ({}, "no interval: no samples")
+    elif run.family not in CLUSTERING:
         out = ({}, "no interval: no samples")
     elif iters == 0:
         out = ({}, "no interval: bootstrap off")
     else:
         from lm_eval_bias import samples
+        from lm_eval_bias.stats.bootstrap import cluster_bootstrap_weights
 
-        clusters: dict[Any, list[dict]] = {}
-        strata: dict[Any, list[Any]] = {}
-        for i, record in enumerate(run.records):
-            key = cluster_of(i, record)
-            if key not in clusters:
-                clusters[key] = []
-                strata.setdefault(stratum_of(record), []).append(key)
-            clusters[key].append(record)
-        singles = [keys[0] for keys in strata.values() if len(keys) == 1]
-        if len(singles) > 1:  # a stratum of one unit never varies: resample such units together
-            strata = {k: v for k, v in strata.items() if len(v) > 1}
-            strata["(pooled single-unit strata)"] = singles
-        if len(clusters) < 2:
-            out = ({}, "no interval: too few units")
+        what = CLUSTERING[run.family][0]
+        _, members, strata = clusters_of(run.records, run.family)
+        if len(members) < 2:
+            out = ({}, "no interval: too few clusters")
         else:
-            rng = np.random.default_rng(seed)
+            weights = cluster_bootstrap_weights(strata, iters, seed)
             draws: dict[str, list[float]] = {}
-            for _ in range(iters):
-                records = []
-                for keys in strata.values():
-                    for k in rng.integers(0, len(keys), len(keys)):
-                        records.extend(clusters[keys[k]])
-                try:
-                    values = samples.result_values(run.task, records)
-                except Exception:  # noqa: BLE001 - a resample with nothing answered has no value
-                    continue
-                for key, value in values.items():
-                    draws.setdefault(key, []).append(value)
+            with point_estimates_only():
+                for row in weights:
+                    records = resample_records(members, row)
+                    try:
+                        values = samples.result_values(run.task, records)
+                    except Exception:  # noqa: BLE001 - a resample with nothing answered has no value
+                        continue
+                    for key, value in values.items():
+                        draws.setdefault(key, []).append(value)
             bounds = {}
             for key, values in draws.items():
                 array = np.asarray(values, dtype=float)
@@ -137,19 +224,32 @@ def resampled(run: TaskRun) -> tuple[dict[str, tuple[float, float]], str]:
                 if array.size >= max(10, 0.5 * iters):
                     low, high = np.quantile(array, [0.025, 0.975])
                     bounds[key] = (float(low), float(high))
-            out = (bounds, f"bootstrap percentile, {what}, B = {iters}")
+            out = (bounds, f"{FALLBACK_METHOD}: {what}, B = {iters}")
     run.cache["resampled"] = out
     return out
 
 
 def _fixed_reason(key: str) -> str:
-    if key.startswith("p_"):
+    if key.startswith("p_") or key.endswith(("_p_null", "_holm")):
         return "no interval: p-value"
     if key.startswith("n_"):
         return "no interval: count"
     if key.endswith("_chance"):
         return "no interval: chance level"
+    if key.endswith("_null"):
+        return "no interval: null floor"
     return ""
+
+
+def cluster_count(run: TaskRun) -> int | None:
+    """Clusters the task's bootstrap resamples (``n_clusters``, ``n_templates``, ``n_pairs``, … of its
+    results), or None when the results do not say."""
+    for name in CLUSTER_COUNT_KEYS:
+        value = run.metrics.get(name)
+        if isinstance(value, (int, float)) and math.isfinite(value):
+            return int(value)
+    templates = getattr(run.summary, "n_templates", None)
+    return int(templates) if isinstance(templates, (int, float)) else None
 
 
 def checked_interval(value: float, low: float, high: float, method: str) -> Interval:
@@ -160,6 +260,30 @@ def checked_interval(value: float, low: float, high: float, method: str) -> Inte
     return Interval(reason="no interval: within noise")
 
 
+def _missing_reason(run: TaskRun) -> str:
+    """Why the task's own interval is NaN."""
+    clusters = cluster_count(run)
+    if clusters is not None and clusters < 2:
+        return "no interval: too few clusters"
+    if run.records is not None:
+        from lm_eval_bias.tasks.aggregation import bootstrap_settings
+
+        if bootstrap_settings()[0] == 0:  # the report recomputed the keys from the records just now
+            return "no interval: bootstrap off"
+    return "no interval: undefined in resamples"
+
+
+def _own(run: TaskRun, key: str, value: float, low: Any, high: Any, method: str) -> Interval:
+    low = float(low) if isinstance(low, (int, float)) else math.nan
+    high = float(high) if isinstance(high, (int, float)) else math.nan
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return Interval(reason=_missing_reason(run))
+    clusters = cluster_count(run)
+    if clusters is not None and clusters < 2:  # never a 0-width interval from one cluster
+        return Interval(reason="no interval: too few clusters")
+    return checked_interval(value, low, high, method)
+
+
 def interval(run: TaskRun, key: str) -> Interval:
     """The 95 % interval of result ``key`` of ``run`` (see the module docstring)."""
     value = run.metrics.get(key, math.nan)
@@ -168,61 +292,110 @@ def interval(run: TaskRun, key: str) -> Interval:
         return Interval(reason=fixed)
     if not (isinstance(value, (int, float)) and math.isfinite(value)):
         return Interval(reason="no data")
+    if f"{key}_ci_low" in run.metrics and f"{key}_ci_high" in run.metrics:
+        return _own(run, key, value, run.metrics[f"{key}_ci_low"], run.metrics[f"{key}_ci_high"], TASK_METHOD)
     summary = run.summary
     ci_low = getattr(summary, "ci_low", None)
     if isinstance(ci_low, dict) and key in ci_low:
-        low, high = ci_low[key], summary.ci_high[key]
-        n_boot, templates = getattr(summary, "n_boot", None), getattr(summary, "n_templates", None)
-        if templates is not None and templates < 2:
-            return Interval(reason="no interval: 1 template")
-        if math.isfinite(low) and math.isfinite(high):
-            b = f", B = {n_boot}" if n_boot else ""
-            return checked_interval(value, low, high, f"template-cluster bootstrap percentile{b}")
+        n_boot = getattr(summary, "n_boot", None)
         if n_boot == 0:
             return Interval(reason="no interval: bootstrap off")
-        return Interval(reason="no interval: undefined in resamples")
-    reason = ""
-    if run.family in RESAMPLING:
-        bounds, text = resampled(run)
-        if key in bounds:
-            return checked_interval(value, *bounds[key], text)
-        reason = text if not bounds else "no interval: undefined in resamples"
-    stderr = run.metrics.get(f"{key}_stderr")
-    if stderr is not None and math.isfinite(stderr):
-        low, high = normal_interval(value, stderr)
-        return Interval(low, high, "estimate ± 1.96 SE")
-    if key in DOC_RATES and run.n_samples and run.records is None:
-        low, high = proportion_interval(value * run.n_samples, run.n_samples)
-        return Interval(low, high, "Wilson score interval")
-    if run.records is None:
-        return Interval(reason="no interval: no samples")
-    return Interval(reason=reason or "no interval: undefined in resamples")
+        b = f", B = {n_boot}" if n_boot else ""
+        return _own(run, key, value, ci_low[key], summary.ci_high[key], f"{TASK_METHOD} (templates){b}")
+    if any(k.endswith("_ci_low") for k in run.metrics):  # a current results file: the task chose no interval here
+        return Interval(reason="no interval: none from the task")
+    bounds, text = resampled(run)
+    if key in bounds:
+        return checked_interval(value, *bounds[key], text)
+    return Interval(reason=text if not bounds else "no interval: undefined in resamples")
+
+
+#: suffixes of result keys that vary a metric's procedure: shown as rows, labelled
+VARIANTS = {"_paper": "paper's procedure (fails calibration; kept by name)",
+            "_authors": "authors' released code (differs from the paper)"}
+
+
+def variant_of(key: str) -> tuple[str, str]:
+    """(base key, label) of a ``_paper`` / ``_authors`` variant key, else (key, "")."""
+    for suffix, label in VARIANTS.items():
+        if key.endswith(suffix) and len(key) > len(suffix):
+            return key[: -len(suffix)], label
+    return key, ""
+
+
+@dataclass(frozen=True)
+class Companions:
+    """What the results say beside a metric: its null floor and "more than chance" p-value, its
+    chance level, its Holm-adjusted p-value, and whether it is a variant of another key."""
+
+    null: float = math.nan
+    p_null: float = math.nan
+    chance: float = math.nan
+    holm: float = math.nan
+    variant: str = ""
+
+
+def companions(run: TaskRun, key: str) -> Companions:
+    m = run.metrics
+
+    def get(name: str) -> float:
+        value = m.get(name, math.nan)
+        return float(value) if isinstance(value, (int, float)) else math.nan
+
+    return Companions(get(f"{key}_null"), get(f"{key}_p_null"), get(f"{key}_chance"), get(f"{key}_holm"),
+                      variant_of(key)[1])
 
 
 def metric(benchmark: str, run: TaskRun, key: str, digits: int = 2, unit: str = ""):
-    """``run``'s value of ``key`` with its interval, as a :class:`~.render.Metric`."""
+    """``run``'s value of ``key`` with its interval and companions, as a :class:`~.render.Metric`."""
     from lm_eval_bias.report.render import Metric
 
     ci = interval(run, key)
-    return Metric(benchmark, key, run.metrics.get(key, math.nan), ci.low, ci.high, ci.method, ci.reason, digits, unit)
+    c = companions(run, key)
+    return Metric(benchmark, key, run.metrics.get(key, math.nan), ci.low, ci.high, ci.method, ci.reason, digits, unit,
+                  null=c.null, p_null=c.p_null, chance=c.chance, holm=c.holm, variant=c.variant)
+
+
+def is_derived(key: str, keys) -> bool:
+    """Whether ``key`` is folded into another key's row: a derived key (``_stderr``, ``_ci_low``,
+    ``_ci_high``, ``_null``, ``_p_null``, ``_holm``; :func:`lm_eval_bias.tasks.aggregation.base_key`)
+    or the ``_chance`` level of a key present in ``keys``."""
+    from lm_eval_bias.tasks.aggregation import base_key
+
+    if base_key(key) != key:
+        return True
+    return key.endswith("_chance") and key[: -len("_chance")] in keys
 
 
 def key_table(run: TaskRun, keys: list[str] | None = None):
-    """Every result key of ``run`` (``_stderr`` keys folded in) with value, 95 % interval and method."""
+    """Every result key of ``run`` — derived keys folded into their metric's row — with value, 95 %
+    interval, how it was computed, null floor, "more than chance" p-value, chance level, Holm-adjusted
+    p-value and the variant a ``_paper`` / ``_authors`` key is."""
     import pandas as pd
 
-    keys = keys or [k for k in run.metrics if not k.endswith("_stderr")]
+    keys = keys or [k for k in run.metrics if not is_derived(k, run.metrics)]
+    columns = ["key", "value", "ci95_low", "ci95_high", "interval", "null", "p_null", "chance", "p_holm", "variant"]
     rows = []
     for key in keys:
         ci = interval(run, key)
+        c = companions(run, key)
         value = run.metrics.get(key, math.nan)
         if key.startswith("n_") and isinstance(value, float) and value.is_integer():
             value = int(value)  # a count
         rows.append({"key": key, "value": value, "ci95_low": ci.low, "ci95_high": ci.high,
-                     "interval": ci.method or ci.reason})
-    frame = pd.DataFrame(rows, columns=["key", "value", "ci95_low", "ci95_high", "interval"]).set_index("key")
+                     "interval": ci.method or ci.reason, "null": c.null, "p_null": c.p_null, "chance": c.chance,
+                     "p_holm": c.holm, "variant": c.variant})
+    frame = pd.DataFrame(rows, columns=columns).set_index("key")
     frame["value"] = pd.Series([r["value"] for r in rows], index=frame.index, dtype=object)  # counts stay integers
-    return frame
+    empty = [c for c in ("null", "p_null", "chance", "p_holm") if frame[c].isna().all()]
+    if not frame["variant"].astype(bool).any():
+        empty.append("variant")
+    return frame.drop(columns=empty)
+
+
+def holm_families(run: TaskRun) -> list[str]:
+    """The p-value keys of ``run`` that carry a Holm-adjusted ``_holm`` companion (its test families)."""
+    return [k[: -len("_holm")] for k in run.metrics if k.endswith("_holm") and len(k) > len("_holm")]
 
 
 def counts_table(runs: list[TaskRun]):

@@ -35,6 +35,9 @@ div.headline{border-left-width:3px;margin:0;background:none;padding:.1em .2em}
 .ci{font-variant-numeric:tabular-nums}
 .no-ci{color:#555;font-style:italic}a.no-ci{text-decoration:none}
 .n,.more{color:#333}
+.companions{color:#333;font-size:.92em}.variant{font-style:italic}
+.multiplicity{font-size:.88em;color:#333;margin:.4em 0}
+.rank{font-weight:600;white-space:nowrap}.rank.tie{color:#555}
 a.key{text-decoration:none;border-bottom:1px dotted #0b4f9c}
 .badge{background:#8b0000;color:#fff;border-radius:3px;padding:0 .35em;font-size:.8em;margin-left:.4em;white-space:nowrap}
 .warning{border:2px solid #8b0000;background:#fff4f4;padding:.5em .9em;margin:1em 0}
@@ -77,7 +80,8 @@ def document(title: str, body: str, root: Path, page_dir: Path) -> str:
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" '
             f'content="width=device-width, initial-scale=1"><title>{esc(title)}</title><style>{CSS}</style></head>'
             f"<body><main>{body}{gloss}<footer>Written by lm-eval-bias {esc(__version__)} "
-            "(<code>lm-eval-bias report</code>; how to read it: <code>docs/report.md</code>). Intervals are 95 %. "
+            "(<code>lm-eval-bias report</code>; how to read it: <code>docs/report.md</code>; the statistics: "
+            "<code>docs/statistics.md</code>). Intervals are 95 %, from each task's own cluster bootstrap. "
             "Figures are also in <code>figures/</code> as PNG (300 dpi) and SVG, tables in <code>tables/</code> as "
             "CSV.</footer></main></body></html>")
 

@@ -157,7 +157,7 @@ def fmt_ci(low, high, digits: int = 3) -> str:
 def is_p_column(name) -> bool:
     """Columns (and result keys) that hold p-values: ``p``, ``p_*``, ``*_p``, ``p_value``, ``p_corrected``."""
     name = str(name)
-    return name == "p" or name.startswith("p_") or name.endswith(("_p", "p_value", "pvalue"))
+    return name == "p" or name.startswith("p_") or name.endswith(("_p", "p_value", "pvalue", "_p_null", "_holm"))
 
 
 # -- HTML pieces --------------------------------------------------------------------------------------
@@ -305,6 +305,31 @@ class Metric:
     reason: str = ""
     digits: int = 2
     unit: str = ""
+    #: beside the number when the results carry them: null floor (mean under the permutation null) and
+    #: one-sided "more than chance" p-value, analytic chance level, Holm-adjusted p-value (of a p-value
+    #: key in a test family), and the variant a ``_paper`` / ``_authors`` key is
+    null: float = math.nan
+    p_null: float = math.nan
+    chance: float = math.nan
+    holm: float = math.nan
+    variant: str = ""
+
+    def companions_html(self) -> str:
+        """Null floor, p_null, chance level, Holm p-value and variant label, where present."""
+        items = []
+        if finite(self.null):
+            items.append('<span class="null" title="mean of the metric under the permutation null of the same '
+                         f'design">null floor {esc(fmt(self.null, self.digits) + self.unit)}</span>')
+        if finite(self.p_null):
+            items.append('<span class="pnull" title="one-sided permutation p-value: more than chance">'
+                         f"p(more than chance) {esc(fmt_p(self.p_null))}</span>")
+        if finite(self.chance):
+            items.append(f'<span class="chance">chance {esc(fmt(self.chance, self.digits) + self.unit)}</span>')
+        if finite(self.holm):
+            items.append(f'<span class="holm" title="Holm-adjusted within the test family">Holm {esc(fmt_p(self.holm))}</span>')
+        if self.variant:
+            items.append(f'<span class="variant">{esc(self.variant)}</span>')
+        return f' <span class="companions">({"; ".join(items)})</span>' if items else ""
 
     def html(self, with_key: bool = True) -> str:
         key = key_link(self.benchmark, self.key) + " " if with_key else ""
@@ -314,7 +339,7 @@ class Metric:
                   f"{esc(fmt_ci(self.low, self.high, self.digits))}</span>")
         else:
             ci = f' <a class="no-ci" href="#no-interval">({esc(self.reason or "no interval")})</a>'
-        return f'{key}<span class="num">{esc(number)}</span>{ci}'
+        return f'{key}<span class="num">{esc(number)}</span>{ci}{self.companions_html()}'
 
 
 @dataclass

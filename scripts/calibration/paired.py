@@ -1,0 +1,140 @@
+"""Calibration of the paired comparison of two models (issue 14): the paired cluster bootstrap behind
+the leaderboard's ties (:func:`lm_eval_bias.stats.paired.paired_cluster_bootstrap`, the function the
+report calls), at two real designs.
+
+- REFLECT 2AFC, ``male_win_rate``: 6 occupations x 8 source photos = 48 templates (clusters, resampled
+  within occupation), 25 man-woman group pairs x 2 orders per template, 10 % of comparisons not
+  retained. Model m picks the man with probability logistic(beta_m + u_t + v_mt): u_t ~ N(0, 0.5^2) a
+  template effect shared by both models (the same photos), v_mt ~ N(0, 0.3^2) the model's own template
+  effect. The metric is the task's ratio of summed counts (wins / retained comparisons); the truth is
+  E[logistic(beta_m + u + v)] (400,000 draws).
+- Counterfactual VQA, ``consistency``: 1,609 image pairs (Sec. 3) in 5 categories (clusters: pairs,
+  resampled within category); each model answers a pair consistently with probability
+  logistic(alpha_m + w_p), w_p ~ N(0, 1) a pair effect shared by both models. Truth E[logistic(alpha_m + w)].
+
+Each design is run with two identical models (the test's rejection rate at 5 % under H0 and the
+interval's coverage of 0) and with a real difference (coverage of the true difference).
+``python -m scripts.calibration.paired [--quick]`` prints the rows.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from typing import Any
+
+import numpy as np
+
+from lm_eval_bias.stats.paired import paired_cluster_bootstrap
+from scripts.calibration import ROW_FIELDS
+
+BENCHMARK = "paired"
+
+
+def _logistic(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def _ratio(numerator: np.ndarray, denominator: np.ndarray, key: str):
+    """Batched statistic: sum of the clusters' numerators over the sum of their denominators."""
+    def values(weights: np.ndarray) -> dict[str, np.ndarray]:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return {key: (weights @ numerator) / (weights @ denominator)}
+    return values
+
+
+# -- designs ----------------------------------------------------------------------------------------
+def twoafc_counts(rng, betas: tuple[float, float], occupations: int, per_occupation: int):
+    """Per-template (wins of the man, retained comparisons) of two models on the same templates."""
+    n_templates = occupations * per_occupation
+    shared = rng.normal(0, 0.5, n_templates)
+    out = []
+    for beta in betas:
+        p = _logistic(beta + shared + rng.normal(0, 0.3, n_templates))
+        retained = rng.binomial(50, 0.9, n_templates)
+        out.append((rng.binomial(retained, p).astype(float), retained.astype(float)))
+    strata = [t // per_occupation for t in range(n_templates)]
+    return out, strata
+
+
+def twoafc_truth(beta: float, n: int = 400_000, seed: int = 99) -> float:
+    rng = np.random.default_rng(seed)
+    return float(_logistic(beta + rng.normal(0, 0.5, n) + rng.normal(0, 0.3, n)).mean())
+
+
+def cf_vqa_counts(rng, alphas: tuple[float, float], n_pairs: int, categories: int):
+    shared = rng.normal(0, 1.0, n_pairs)
+    out = [(rng.binomial(1, _logistic(alpha + shared)).astype(float), np.ones(n_pairs)) for alpha in alphas]
+    return out, [p % categories for p in range(n_pairs)]
+
+
+def cf_vqa_truth(alpha: float, n: int = 400_000, seed: int = 98) -> float:
+    return float(_logistic(alpha + np.random.default_rng(seed).normal(0, 1.0, n)).mean())
+
+
+# -- rows ---------------------------------------------------------------------------------------------
+def _row(quantity, kind, design, dgp, truth, estimates, hits, n_seeds, n_boot, seed, note="") -> dict[str, Any]:
+    hits = np.asarray(hits, dtype=float)
+    hits = hits[np.isfinite(hits)]
+    rate = float(hits.mean()) if hits.size else math.nan
+    mc = 1.96 * math.sqrt(0.05 * 0.95 / max(n_seeds, 1))  # Monte Carlo error of a 5 % rate
+    coverage = rate if kind == "interval" else math.nan
+    rejection = rate if kind == "test" else math.nan
+    if kind == "interval" and math.isfinite(coverage):
+        met = bool(0.93 - mc <= coverage <= 0.97 + mc)
+    elif kind == "test" and math.isfinite(rejection):
+        met = bool(0.04 - mc <= rejection <= 0.06 + mc)
+    else:
+        met = None
+    row = {"benchmark": BENCHMARK, "quantity": quantity, "kind": kind, "design": design, "dgp": dgp,
+           "truth": float(truth), "mean_estimate": float(np.nanmean(estimates)) if len(estimates) else math.nan,
+           "coverage": coverage, "rejection_rate": rejection, "n_seeds": n_seeds, "n_boot": n_boot, "seed": seed,
+           "target_met": met, "note": note}
+    return {k: row[k] for k in ROW_FIELDS}
+
+
+def _design_rows(name: str, key: str, simulate, truth_of, null: tuple[float, float], real: tuple[float, float],
+                 design: str, dgp: str, n_seeds: int, n_boot: int, seed: int) -> list[dict]:
+    rows = []
+    for label, params in (("identical models", null), ("real difference", real)):
+        truth = truth_of(params[0]) - truth_of(params[1])
+        estimates, covered, rejected = [], [], []
+        for s in range(seed, seed + n_seeds):
+            rng = np.random.default_rng(s)
+            (a, b), strata = simulate(rng, params)
+            diff = paired_cluster_bootstrap(_ratio(*a, key), _ratio(*b, key), strata, n_boot, s + 10_000, [key],
+                                            batched=True)[key]
+            estimates.append(diff.estimate)
+            covered.append(float(diff.ci_low <= truth <= diff.ci_high) if math.isfinite(diff.ci_low) else math.nan)
+            rejected.append(float(diff.p_value < 0.05) if math.isfinite(diff.p_value) else math.nan)
+        dgp_text = f"{dgp}; {label} ({', '.join(f'{p:g}' for p in params)})"
+        rows.append(_row(f"{name}: paired interval of a − b, {label}", "interval", design, dgp_text, truth, estimates,
+                         covered, n_seeds, n_boot, seed))
+        if label == "identical models":
+            rows.append(_row(f"{name}: paired test, {label}", "test", design, dgp_text, math.nan, estimates, rejected,
+                             n_seeds, n_boot, seed, "rejection at 5 % under identical models (the leaderboard's tie rule)"))
+    return rows
+
+
+def run(n_seeds: int, n_boot: int, quick: bool, seed: int = 20260414) -> list[dict]:
+    """Rows of the calibration table (``quick``: smaller designs, for a smoke test)."""
+    occupations, per_occupation, n_pairs = (3, 4, 200) if quick else (6, 8, 1609)
+    rows = _design_rows(
+        "REFLECT 2AFC male_win_rate", "male_win_rate",
+        lambda rng, betas: twoafc_counts(rng, betas, occupations, per_occupation), twoafc_truth, (0.3, 0.3), (0.5, 0.2),
+        f"{occupations * per_occupation} templates ({occupations} occupations x {per_occupation}) x 25 man-woman "
+        "pairs x 2 orders, 90 % retained", "logit P(man) = beta_m + template effect (sd 0.5, shared) + model's template "
+        "effect (sd 0.3)", n_seeds, n_boot, seed)
+    rows += _design_rows(
+        "CF-VQA consistency", "consistency",
+        lambda rng, alphas: cf_vqa_counts(rng, alphas, n_pairs, 5), cf_vqa_truth, (1.5, 1.5), (1.6, 1.3),
+        f"{n_pairs} image pairs in 5 categories", "logit P(consistent) = alpha_m + pair effect (sd 1, shared)",
+        n_seeds, n_boot, seed + 1)
+    return rows
+
+
+if __name__ == "__main__":
+    quick = "--quick" in sys.argv
+    for row in run(20 if quick else 200, 200 if quick else 1000, quick):
+        print({k: row[k] for k in ("quantity", "kind", "truth", "mean_estimate", "coverage", "rejection_rate",
+                                    "target_met")})
