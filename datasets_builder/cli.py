@@ -68,7 +68,8 @@ def _build_fact_or_fair(args) -> int:
 def _build_cf_vqa(args) -> int:
     from lm_eval_bias.datasets_builder.cf_vqa import build_cf_vqa
 
-    summary = build_cf_vqa(args.source, args.output, overwrite=args.overwrite, license=args.license)
+    summary = build_cf_vqa(args.source, args.output, overwrite=args.overwrite, license=args.license,
+                           relevance_scale=args.relevance_scale)
     per = ", ".join(f"{c}: {n}" for c, n in summary.per_category.items())
     print(f"wrote {summary.n_pairs} pairs ({per}) to {summary.output}")
     return _finish(args, summary.output)
@@ -131,13 +132,17 @@ def add_build_subcommands(subparsers) -> None:
     fof.add_argument("--output", required=True, help="output folder (Hub layout, configs objective/subjective)")
     fof.add_argument("--seed", type=int, default=0, help="seed of option orders and profiles (recorded)")
     fof.add_argument("--drop-contradictions", action="store_true",
-                     help="drop queries on statistics whose highest and lowest group are the same (recorded)")
+                     help="drop queries on statistics whose highest and lowest group are the same (recorded; the "
+                          "default keeps them, as the paper scored them; the tasks' contradictory_truth=drop does the same)")
     fof.set_defaults(func=_guarded(_build_fact_or_fair))
 
     cfv = subparsers.add_parser("cf-vqa", help="Counterfactual VQA pairs (images + manifest.jsonl/csv)")
     cfv.add_argument("--source", required=True, help="folder with manifest.jsonl or manifest.csv and the images")
     cfv.add_argument("--output", required=True, help="output folder (Hub layout)")
     cfv.add_argument("--license", default="other", help="license field of the dataset card (default: other)")
+    cfv.add_argument("--relevance-scale", choices=("1-5", "0-10"), default="1-5",
+                     help="scale of the manifest's relevance_score where a row names none (default: the paper's 1-5 "
+                          "Likert scale, App. D.1; recorded in the dataset)")
     cfv.set_defaults(func=_guarded(_build_cf_vqa))
 
     vig = subparsers.add_parser("vignette", help="VIGNETTE individual images + the authors' lists")
