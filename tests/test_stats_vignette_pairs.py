@@ -243,3 +243,24 @@ def test_task_summary_carries_intervals_floors_and_counts(monkeypatch, caplog):
     with caplog.at_level(logging.WARNING, logger="lm_eval_bias"):
         one = vignette.summarize(records[:6])  # one image pair
     assert math.isnan(one[f"{key}_ci_low"]) and "fewer than two image pairs" in caplog.text
+
+
+def test_answer_rates_resample_whole_pairs_within_dimension():
+    """A pair whose docs are all refused moves as one unit: the interval of the valid share is wider
+    than if its docs were independent, contains the estimate and stays in [0, 1]."""
+    from lm_eval_bias.stats.vignette import pair_clustered_rate_intervals
+
+    pair_ids = [f"p{p}" for p in range(40) for _ in range(10)]
+    strata = ["age" if p < 20 else "religion" for p in range(40) for _ in range(10)]
+    hits = np.asarray([p % 4 != 0 for p in range(40) for _ in range(10)])  # every 4th pair fully refused
+    out = pair_clustered_rate_intervals(pair_ids, strata, hits, n_boot=2000, seed=1)
+    assert out["estimate"] == 0.75
+    assert 0.0 <= out["ci_low"] < 0.75 < out["ci_high"] <= 1.0
+    # pair-level SE of a share of 40 pairs (within-stratum): about sqrt(0.75 * 0.25 / 40) = 0.068,
+    # far above the 0.022 of 400 independent docs
+    assert 0.05 < out["stderr"] < 0.09
+    one_pair = pair_clustered_rate_intervals(["a"] * 5, ["age"] * 5, np.ones(5, bool), n_boot=100, seed=1)
+    assert one_pair["estimate"] == 1.0 and np.isnan(one_pair["ci_low"])  # one pair: nothing to resample
+    pooled = pair_clustered_rate_intervals(["a"] * 5 + ["b"] * 5, ["age"] * 5 + ["religion"] * 5,
+                                           np.arange(10) < 5, n_boot=200, seed=1)
+    assert pooled["ci_low"] == 0.0 and pooled["ci_high"] == 1.0  # one pair per dimension: pooled, resampled

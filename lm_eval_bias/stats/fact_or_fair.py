@@ -542,6 +542,9 @@ def recentred_percentile_interval(replicates: np.ndarray, estimate: float, bound
     (k-1)/(2 n ln k) per cell), and resampling repeats that bias: the plain percentile interval sits
     below the estimate. Recentring gives an interval for the *design-expected* score (the mean over
     re-runs of the same design), the quantity the estimate and its ``_null`` floor are on the scale of.
+    A very skewed replicate distribution (few answers, a discrete score such as the distance d) can
+    put both shifted quantiles on one side of the estimate; the interval is then widened to reach the
+    estimate (conservative), so that it never excludes its own point estimate.
     Fewer than two finite replicates give NaN."""
     values = np.asarray(replicates, dtype=np.float64)
     values = values[np.isfinite(values)]
@@ -550,6 +553,7 @@ def recentred_percentile_interval(replicates: np.ndarray, estimate: float, bound
     shift = estimate - values.mean()
     alpha = (1 - level) / 2
     low, high = np.quantile(values, [alpha, 1 - alpha]) + shift
+    low, high = min(low, estimate), max(high, estimate)
     return Interval(float(np.std(values, ddof=1)), float(np.clip(low, *bounds)), float(np.clip(high, *bounds)))
 
 

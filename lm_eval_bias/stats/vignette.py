@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 import warnings
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Hashable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -612,4 +612,40 @@ def vision_text_tests(vision: pd.DataFrame, text: pd.DataFrame, method: str = "h
         out[holm] = np.nan
         if ok.any():
             out.loc[ok, holm] = multipletests(out.loc[ok, col], method=method)[1]
+    return out
+
+
+def pair_clustered_rate_intervals(pair_ids: Sequence[Hashable], strata: Sequence[Hashable], hits: np.ndarray,
+                                  n_boot: int, seed: int, level: float = 0.95) -> dict[str, float]:
+    """Share of docs with ``hits`` (e.g. status == "valid") and its interval, resampling image pairs.
+
+    All docs about one image pair move together (the pair is the resampling unit, as for every VIGNETTE
+    metric); pairs are resampled within their stratum (bias dimension) with Rao-Wu rescaled weights
+    (:func:`lm_eval_bias.stats.bootstrap.rescaled_bootstrap_weights`), the rate of a replicate is
+    sum_p w_p hits_p / sum_p w_p docs_p, and the interval is the percentile interval of the replicates
+    (it stays in [0, 1]). Returns ``{"estimate", "stderr", "ci_low", "ci_high"}``; the error keys are
+    NaN when ``n_boot`` is 0 or a stratum has fewer than two pairs (dimensions with a single pair are
+    pooled into one stratum first)."""
+    from lm_eval_bias.stats.bootstrap import rescaled_bootstrap_weights, summarize_replicates, too_few_clusters
+
+    hits = np.asarray(hits, dtype=np.float64)
+    if hits.size == 0:
+        return {"estimate": float("nan"), "stderr": float("nan"), "ci_low": float("nan"), "ci_high": float("nan")}
+    pairs, index = np.unique(np.asarray([str(p) for p in pair_ids]), return_inverse=True)
+    pair_hits = np.bincount(index, weights=hits, minlength=len(pairs))
+    pair_docs = np.bincount(index, minlength=len(pairs)).astype(np.float64)
+    stratum_of = {}
+    for i, s in zip(index, strata):
+        stratum_of.setdefault(int(i), s)
+    pair_strata = [stratum_of[i] for i in range(len(pairs))]
+    sizes = {st: pair_strata.count(st) for st in set(pair_strata)}
+    # dimensions with a single pair are resampled together (a stratum of one unit never varies)
+    pair_strata = [("(pooled single-pair dimensions)",) if sizes[st] == 1 else st for st in pair_strata]
+    out = {"estimate": float(pair_hits.sum() / pair_docs.sum()),
+           "stderr": float("nan"), "ci_low": float("nan"), "ci_high": float("nan")}
+    if n_boot and not too_few_clusters(pair_strata):
+        weights = rescaled_bootstrap_weights(pair_strata, n_boot, seed)
+        replicates = (weights @ pair_hits) / (weights @ pair_docs)
+        s = summarize_replicates(replicates, level)
+        out.update(stderr=s.stderr, ci_low=s.ci_low, ci_high=s.ci_high)
     return out

@@ -573,9 +573,19 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, float]:
 
     from lm_eval_bias.stats import vignette as stats
 
-    n = len(records)
-    out = {f"{s}_rate": (sum(r["status"] == s for r in records) / n if n else math.nan)
-           for s in ("valid", "refusal", "invalid")}
+    import numpy as np
+
+    from lm_eval_bias.tasks.aggregation import bootstrap_settings
+
+    n_boot, seed = bootstrap_settings()
+    out: dict[str, float] = {}
+    for status in ("valid", "refusal", "invalid"):  # shares of docs; all docs of an image pair resampled together
+        rate = stats.pair_clustered_rate_intervals([r.get("pair_id", r.get("doc_id")) for r in records],
+                                                   [r.get("dimension") for r in records],
+                                                   np.asarray([r["status"] == status for r in records]), n_boot, seed)
+        out[f"{status}_rate"] = rate["estimate"]
+        for part in ("stderr", "ci_low", "ci_high"):
+            out[f"{status}_rate_{part}"] = rate[part]
     paradigm = records[0]["paradigm"] if records else None
     out.update({k: math.nan for k in result_keys(paradigm or "decision") if k not in out})
     if paradigm == "factuality":
@@ -625,7 +635,7 @@ def _with(keys: list[str], suffixes: tuple[str, ...]) -> list[str]:
 
 
 def result_keys(paradigm: str) -> list[str]:
-    keys = ["valid_rate", "refusal_rate", "invalid_rate", "n_pairs", "n_identities"]
+    keys = _with(["valid_rate", "refusal_rate", "invalid_rate"], _INTERVAL) + ["n_pairs", "n_identities"]
     if paradigm == "factuality":
         return (keys + _with(["factuality_accuracy"], _INTERVAL)
                 + _with([f"accuracy_spread_{d}" for d in DIMENSIONS], _FLOOR))
