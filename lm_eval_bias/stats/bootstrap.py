@@ -31,6 +31,15 @@ import numpy as np
 log = logging.getLogger("lm_eval_bias")
 
 
+def clusters_by_stratum(strata: Sequence[Hashable]) -> list[np.ndarray]:
+    """Indices of the clusters of each stratum, strata in a fixed order (sorted by name), so that the
+    random draws of every weight function are reproducible."""
+    members: dict[Hashable, list[int]] = {}
+    for k, stratum in enumerate(strata):
+        members.setdefault(stratum, []).append(k)
+    return [np.asarray(members[stratum]) for stratum in sorted(members, key=str)]
+
+
 def cluster_bootstrap_weights(strata: Sequence[Hashable], n_boot: int, seed: int) -> np.ndarray:
     """Multiplicities of each cluster in ``n_boot`` stratified cluster-bootstrap replicates.
 
@@ -46,12 +55,8 @@ def cluster_bootstrap_weights(strata: Sequence[Hashable], n_boot: int, seed: int
     if n_boot == 0 or n == 0:
         return weights
     rng = np.random.default_rng(seed)
-    members: dict[Hashable, list[int]] = {}
-    for k, stratum in enumerate(strata):
-        members.setdefault(stratum, []).append(k)
     rows = np.arange(n_boot)[:, None]
-    for stratum in sorted(members, key=str):
-        idx = np.asarray(members[stratum])
+    for idx in clusters_by_stratum(strata):
         draws = rng.integers(0, len(idx), size=(n_boot, len(idx)))
         np.add.at(weights, (np.broadcast_to(rows, draws.shape), idx[draws]), 1)
     return weights
@@ -74,11 +79,7 @@ def rescaled_bootstrap_weights(strata: Sequence[Hashable], n_boot: int, seed: in
     if n_boot == 0 or n == 0:
         return weights
     rng = np.random.default_rng(seed)
-    members: dict[Hashable, list[int]] = {}
-    for k, stratum in enumerate(strata):
-        members.setdefault(stratum, []).append(k)
-    for stratum in sorted(members, key=str):
-        idx = np.asarray(members[stratum])
+    for idx in clusters_by_stratum(strata):
         m = len(idx)
         if m < 2:
             weights[:, idx] = 1.0
