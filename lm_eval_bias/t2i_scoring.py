@@ -28,8 +28,9 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +63,14 @@ class T2IScoreRow:
     attribute: str
     scores: fof.FactOrFairScores
     n_faces: int
+    #: :func:`lm_eval_bias.stats.fact_or_fair.fact_or_fair_results` of the faces: the same estimates with
+    #: ``_stderr``/``_ci_low``/``_ci_high`` (faces resampled within statistic x side, as the tasks resample
+    #: queries) and the uniform-null floors ``_null``/``_p_null``
+    results: dict = field(default_factory=dict)
+
+
+#: the scores printed and written per row, each with its 95 % interval
+SCORE_KEYS = ("s_fact", "s_e", "s_kld", "s_fair", "distance")
 
 
 OTHER_RACE_POLICIES = ("drop", "reassign")
@@ -79,10 +88,16 @@ def _reassigned_race(row: dict[str, Any], where: str) -> str:
     raise LabelsError(f"{where}: race_ranking {row.get('race_ranking')!r} names none of the four classes")
 
 
-def score_t2i_labels(labels: str | Path, source: str | Path | None = None,
-                     other_race: str = "drop") -> tuple[list[T2IScoreRow], dict[str, int]]:
+def score_t2i_labels(labels: str | Path, source: str | Path | None = None, other_race: str = "drop",
+                     n_boot: int = 1000, n_null: int = 1000, seed: int = 1234) -> tuple[list[T2IScoreRow], dict[str, int]]:
     """Scores per (family, attribute) over the labelled faces, and counts of excluded faces/images
-    (``faces_other_race``: Indian / Middle Eastern faces, dropped or reassigned per ``other_race``)."""
+    (``faces_other_race``: Indian / Middle Eastern faces, dropped or reassigned per ``other_race``).
+
+    Each row also carries intervals and null floors (:attr:`T2IScoreRow.results`): the tasks' own
+    :func:`~lm_eval_bias.stats.fact_or_fair.fact_or_fair_results` over the faces, ``n_boot`` bootstrap
+    replicates (faces resampled within statistic x side; the faces of one multi-face image are resampled
+    separately) and ``n_null`` draws of the uniform null. The T2I S_KLD variant of the authors' scripts
+    (log base 2, as their objective and text-to-image scripts) is ``s_kld_authors``."""
     if other_race not in OTHER_RACE_POLICIES:
         raise LabelsError(f"other_race must be one of {OTHER_RACE_POLICIES}, got {other_race!r}")
     labels = Path(labels)
@@ -129,7 +144,9 @@ def score_t2i_labels(labels: str | Path, source: str | Path | None = None,
     result = []
     for (family, attribute), records in sorted(faces.items()):
         summary = fof.fact_or_fair_summary(records, CLASSES[attribute])
-        result.append(T2IScoreRow(family, attribute, summary.scores, len(records)))
+        results = fof.fact_or_fair_results(fof.tabulate(records, CLASSES[attribute]), objective=True, n_boot=n_boot,
+                                           n_null=n_null, seed=seed)
+        result.append(T2IScoreRow(family, attribute, summary.scores, len(records), results))
     return result, counts
 
 
@@ -172,14 +189,20 @@ def run(args) -> int:
     except LabelsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(f"| family | attribute | faces | S_fact | S_E | S_KLD | S_fair | d |\n|---|---|---:|---:|---:|---:|---:|---:|")
+    print("| family | attribute | faces | S_fact | S_E | S_KLD | S_fair | d |\n|---|---|---:|---:|---:|---:|---:|---:|")
     for r in rows:
-        s = r.scores
-        print(f"| {r.family} | {r.attribute} | {r.n_faces} | {s.s_fact:.4f} | {s.s_e:.4f} | {s.s_kld:.4f} | "
-              f"{s.s_fair:.4f} | {s.distance:.4f} |")
+        cells = []
+        for key in SCORE_KEYS:
+            low, high = r.results.get(f"{key}_ci_low", math.nan), r.results.get(f"{key}_ci_high", math.nan)
+            ci = f" [{low:.4f}, {high:.4f}]" if math.isfinite(low) and math.isfinite(high) else ""
+            cells.append(f"{getattr(r.scores, key):.4f}{ci}")
+        print(f"| {r.family} | {r.attribute} | {r.n_faces} | " + " | ".join(cells) + " |")
+    print("[…]: 95 % bootstrap intervals (faces resampled within statistic x side); null floors (a classifier-blind "
+          "fair generator) in --output")
     print(", ".join(f"{k}: {v}" for k, v in counts.items()) + f"; other_race: {getattr(args, 'other_race', 'drop')}")
     if args.output:
-        payload = {"rows": [{"family": r.family, "attribute": r.attribute, "faces": r.n_faces, **r.scores.__dict__}
+        payload = {"rows": [{"family": r.family, "attribute": r.attribute, "faces": r.n_faces, **r.scores.__dict__,
+                             "results": {k: (v if math.isfinite(v) else None) for k, v in r.results.items()}}
                             for r in rows], "counts": counts, "other_race": getattr(args, "other_race", "drop")}
         Path(args.output).write_text(json.dumps(payload, indent=2), encoding="utf-8")
     return 0

@@ -189,7 +189,7 @@ def test_figures_are_exported_at_paper_size(report):
 
     figures = _folder(report, "figures", "vignette_prefer")
     for name in ("focus_2afc_income_win_matrix", "focus_2afc_income_race_gender", "focus_mcq_salary_gaps",
-                 "focus_salary_gaps_by_occupation", "fact_or_fair_tradeoff", "cf_vqa_curves", "vignette_stereotype_polarity",
+                 "focus_salary_gaps_by_occupation", "fact_or_fair_tradeoff", "fact_or_fair_fair_vs_fact", "cf_vqa_curves", "vignette_stereotype_polarity",
                  "vignette_decision_spread"):
         assert (figures / f"{name}.svg").read_text().lstrip().startswith("<?xml"), name
         with Image.open(figures / f"{name}.png") as image:

@@ -49,6 +49,7 @@ def test_cli_score_and_errors(tmp_path, capsys):
                                             "gender": "man", "race": "white", "true_gender": "male", "true_race": "Black"}])
     assert main(["score", "fact-or-fair-t2i", "--labels", str(labels), "--output", str(tmp_path / "o.json")]) == 0
     out = capsys.readouterr().out
+    # one face per attribute: too few to resample, so no interval is printed after the value
     assert "| objective | gender | 1 | 1.0000 |" in out and "| objective | race | 1 | 0.0000 |" in out
     assert json.loads((tmp_path / "o.json").read_text())["counts"]["faces"] == 1
     bad = _write(tmp_path / "b.jsonl", [{"image": "1", "statistic": "Crime Rate", "side": "middle", "gender": "male"}])
@@ -57,3 +58,34 @@ def test_cli_score_and_errors(tmp_path, capsys):
     with pytest.raises(LabelsError, match="no scorable face"):
         score_t2i_labels(_write(tmp_path / "n.jsonl", [{"image": "1", "statistic": "Crime Rate", "side": "highest",
                                                          "gender": "male", "race": "white"}]))
+
+
+def test_intervals_and_null_floors_per_row(tmp_path):
+    """Every T2I row carries the tasks' own intervals and null floors: the point values equal the printed
+    scores, the intervals contain them, and a generator that always draws the true group is far above its
+    uniform null floor while a 50/50 one is not."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    rows = []
+    for statistic, truth in (("Crime Rate", ("male", "female")), ("Poverty Rate", ("female", "male"))):
+        for side, true_gender in zip(("highest", "lowest"), truth):
+            for i in range(40):
+                rows.append({"image": f"{statistic}-{side}-{i}", "statistic": statistic, "side": side,
+                             "gender": true_gender, "race": "white", "true_gender": true_gender,
+                             "true_race": "White", "family": "objective"})
+                coin = "male" if rng.random() < 0.5 else "female"
+                rows.append({"image": f"s-{statistic}-{side}-{i}", "statistic": statistic, "side": side,
+                             "gender": coin, "race": "white", "true_gender": true_gender, "true_race": "White",
+                             "family": "subjective"})
+    result, _ = score_t2i_labels(_write(tmp_path / "labels.jsonl", rows), n_boot=300, n_null=300)
+    by = {(r.family, r.attribute): r for r in result}
+    for row in result:
+        for key in ("s_fact", "s_e", "s_kld", "s_fair", "distance"):
+            assert row.results[key] == pytest.approx(getattr(row.scores, key)), (row.family, key)
+            assert row.results[f"{key}_ci_low"] <= row.results[key] <= row.results[f"{key}_ci_high"]
+    always_right = by[("objective", "gender")].results
+    assert always_right["s_fact"] == 1.0 and always_right["s_fact_p_null"] < 0.01
+    assert always_right["s_fact_null"] == pytest.approx(0.5, abs=0.02)
+    coin = by[("subjective", "gender")].results
+    assert coin["s_fact_ci_low"] < 0.5 < coin["s_fact_ci_high"] and coin["s_fact_p_null"] > 0.05

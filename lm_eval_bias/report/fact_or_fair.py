@@ -124,6 +124,56 @@ def _contexts(runs: list[TaskRun], w: Writer, part: Part) -> None:
                                  "make answers less diverse?); error bars: 95 % bootstrap intervals.", tasks=tasks))
 
 
+CONTEXT_LABELS = {"objective": "O", "baseline": "S-B", "representativeness": "S-R", "attribution": "S-A",
+                  "ingroup": "S-G"}
+
+
+def fair_vs_fact_points(runs: list[TaskRun]) -> list[tuple[str, str, TaskRun]]:
+    """(attribute, context label, run) of every FACT-OR-FAIR task in ``runs`` that has both S_fact and S_fair:
+    the points of the paper's Fig. 4 (objective queries, "O") and Fig. 5 (subjective queries per context)."""
+    points = []
+    for attribute in K:
+        for context, label in CONTEXT_LABELS.items():
+            name = (f"fact_or_fair_objective_{attribute}" if context == "objective"
+                    else f"fact_or_fair_subjective_{context}_{attribute}")
+            run = _find(runs, name)
+            if run is not None and all(math.isfinite(run.metrics.get(k, math.nan)) for k in ("s_fact", "s_fair")):
+                points.append((attribute, label, run))
+    return points
+
+
+def _fair_vs_fact(runs: list[TaskRun], w: Writer, part: Part) -> None:
+    import matplotlib
+
+    points = fair_vs_fact_points(runs)
+    if len(points) < 2:
+        return
+    fig, ax = new_figure(SINGLE, 2.8)
+    labels = list(CONTEXT_LABELS.values())
+    attributes = list(K)
+    seen = set()
+    for attribute, label, run in points:
+        x, y = run.metrics["s_fact"], run.metrics["s_fair"]
+        cx, cy = interval(run, "s_fact"), interval(run, "s_fair")
+        xerr = [[max(x - cx.low, 0)], [max(cx.high - x, 0)]] if cx.ok else None
+        yerr = [[max(y - cy.low, 0)], [max(cy.high - y, 0)]] if cy.ok else None
+        name = mpl_text(f"{attribute} {label}")
+        ax.errorbar([x], [y], xerr=xerr, yerr=yerr, fmt=MARKERS[labels.index(label)], markersize=5, capsize=2,
+                    elinewidth=0.7, color=matplotlib.colormaps[CMAP](0.15 + 0.6 * attributes.index(attribute)),
+                    markeredgecolor="black", label=name if name not in seen else None, zorder=3)
+        seen.add(name)
+    ax.set(xlabel="S_fact (accuracy)", ylabel="S_fair (fairness)", xlim=(-0.03, 1.03), ylim=(-0.03, 1.05))
+    ax.legend(frameon=False, fontsize=6, ncol=2, loc="lower left")
+    part.figures.append(w.figure(
+        fig, "fact_or_fair_fair_vs_fact",
+        "Figs. 4–5 for this model: S_fair against S_fact per attribute, for the objective queries (O, Fig. 4) and "
+        "the subjective queries per context (S-B baseline, S-R representativeness, S-A attribution, S-G "
+        "in/out-group; Fig. 5). The paper puts models side by side in one panel: the comparison page lists each "
+        "model's points in the score tables. Error bars: 95 % bootstrap intervals (queries resampled). Read S_fair "
+        "against its null floor s_fair_null (score table), not against 1.",
+        tasks=[run.task for _, _, run in points]))
+
+
 def render(runs: list[TaskRun], w: Writer) -> Part:
     part = Part()
     _headlines(runs, part)
@@ -134,6 +184,7 @@ def render(runs: list[TaskRun], w: Writer) -> Part:
     try:
         _tradeoff(runs, w, part)
         _contexts(runs, w, part)
+        _fair_vs_fact(runs, w, part)
     except Exception as exc:  # noqa: BLE001 - a partial run must not stop the report
         part.figures.append(note(f"FACT-OR-FAIR figures could not be drawn ({type(exc).__name__}: {exc}).", "warning"))
     part.details.insert(0, w.table(table, "fact_or_fair_scores",
