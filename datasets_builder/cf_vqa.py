@@ -16,6 +16,7 @@ The authors released no data; this is our format. ``DIR`` holds the images and o
 | ``relevance_score`` | optional: mean human rating of how relevant the attribute is to the question |
 | ``relevance_scale`` | optional: the rating's scale, ``1-5`` (default: the paper's five-point Likert scale, 1 very irrelevant, 5 very relevant; App. D.1) or ``0-10`` |
 | ``human_consistency`` | optional: share of humans answering both images the same, in [0, 1] |
+| ``question_source`` | optional: which model (or person) wrote the question, e.g. ``o3`` or ``Sonnet 4`` (the paper's Table 11 splits results by it) |
 
 Everything is validated (missing or corrupt images, option count, duplicate ids, unknown category or
 subcategory, values out of range) with the file, row and reason before anything is written; the
@@ -53,6 +54,7 @@ COLUMNS = {
     "relevance_score": "mean human relevance rating (optional, null if absent)",
     "relevance_scale": "scale of relevance_score: 1-5 (the paper's Likert scale) or 0-10",
     "human_consistency": "share of humans answering both images alike (optional, null if absent)",
+    "question_source": "model or person that wrote the question (optional, null if absent; Table 11)",
 }
 
 
@@ -94,6 +96,12 @@ def _optional_float(row: dict[str, Any], key: str, where: str, low: float, high:
     if not low <= number <= high:
         raise SourceError(where, f"{key} {number} outside [{low}, {high}]")
     return number
+
+
+def _optional_str(row: dict[str, Any], key: str, where: str) -> str | None:
+    expect_str(row.get(key), where, key, optional=True)
+    value = (row.get(key) or "").strip()
+    return value or None
 
 
 @dataclass(frozen=True)
@@ -156,6 +164,7 @@ def collect_pairs(source: str | os.PathLike, *, max_image_pixels: int = 40_000_0
             "relevance_score": _optional_float(row, "relevance_score", where, *RELEVANCE_SCALES[scale]),
             "relevance_scale": scale,
             "human_consistency": _optional_float(row, "human_consistency", where, 0.0, 1.0),
+            "question_source": _optional_str(row, "question_source", where),
         })
     return out
 
@@ -169,6 +178,7 @@ def _features():
         "state_plus": v("string"), "state_minus": v("string"), "image_plus": datasets.Image(),
         "image_minus": datasets.Image(), "question": v("string"), "options": datasets.Sequence(v("string")),
         "relevance_score": v("float64"), "relevance_scale": v("string"), "human_consistency": v("float64"),
+        "question_source": v("string"),
     })
 
 

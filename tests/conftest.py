@@ -60,12 +60,14 @@ def fof_env(small_fof_data, monkeypatch) -> Path:
 
 @pytest.fixture(scope="session")
 def small_cf_vqa_data(tmp_path_factory) -> Path:
-    """LM_EVAL_BIAS_DATA_DIR-style folder with `cf_vqa`: 6 synthetic pairs per subcategory (102 pairs)."""
+    """LM_EVAL_BIAS_DATA_DIR-style folder with `cf_vqa`: 6 synthetic pairs per subcategory (102 pairs),
+    questions alternately written by two sources (Table 11)."""
     from lm_eval_bias.datasets_builder.cf_vqa import build_cf_vqa
     from lm_eval_bias.testing.synthetic_cf_vqa import make_synthetic_cf_vqa
 
     root = tmp_path_factory.mktemp("cf_vqa_small")
-    build_cf_vqa(make_synthetic_cf_vqa(root / "src", pairs_per_subcategory=6, size=32), root / "data" / "cf_vqa")
+    build_cf_vqa(make_synthetic_cf_vqa(root / "src", pairs_per_subcategory=6, size=32, question_sources=("o3", "Sonnet 4")),
+                 root / "data" / "cf_vqa")
     return root / "data"
 
 

@@ -131,3 +131,40 @@ def test_subcategories_and_curves_from_logged_samples(cf_vqa_env, tmp_path):
     assert taus.tolist() == [0.8] and kappa[0] == pytest.approx(sum(p.answer_minus is not None for p in pairs) / len(pairs))
     _, rr, ra = stats.symmetric_refusal_curve(pairs)
     assert rr[-1] == 1.0 and ra[-1] == 0.0
+
+
+def test_metrics_by_question_source_hand_computed():
+    """Table 11 cells: Cons per category x question source over the cell's pairs; pairs without a source
+    are left out."""
+    from lm_eval_bias.stats import cf_vqa as stats
+
+    P = stats.PairResponse
+    pairs = [P("a", "x", "x", 0.9, 0.9, 0, "Culture", "Daily Cultural Practices", "o3"),
+             P("b", "x", "y", 0.9, 0.9, 0, "Culture", "Daily Cultural Practices", "o3"),
+             P("c", "x", "x", 0.9, 0.9, 0, "Culture", "Daily Cultural Practices", "Sonnet 4"),
+             P("d", "x", "y", 0.9, 0.9, 0, "Culture", "Daily Cultural Practices", "")]
+    cells = stats.metrics_by_source(pairs, n_boot=0, seed=0)
+    assert set(cells) == {("Culture", "o3"), ("Culture", "Sonnet 4")}
+    assert cells[("Culture", "o3")]["consistency"] == 0.5 and cells[("Culture", "o3")]["n_pairs"] == 2
+    assert cells[("Culture", "Sonnet 4")]["consistency"] == 1.0
+    assert stats.metrics_by_source(pairs[3:], n_boot=0, seed=0) == {}
+
+
+def test_question_source_flows_from_manifest_to_table_11(cf_vqa_env, tmp_path):
+    """The optional manifest column reaches the logged records and splits the metrics by source, with
+    pair-bootstrap intervals; a planted flip rate of 0.3 shows in every source's cells."""
+    from lm_eval_bias import samples
+    from lm_eval_bias.stats import cf_vqa as stats
+
+    results = run_probe(["cf_vqa"], "cf_flip=0.3,seed=5")
+    path = tmp_path / "samples_cf_vqa_x.jsonl"
+    path.write_text("".join(json.dumps(s, default=str) + "\n" for s in results["samples"]["cf_vqa"]))
+    records = samples.load_records(path, "cf_vqa")
+    assert {r["question_source"] for r in records} == {"o3", "Sonnet 4"}
+    cells = stats.metrics_by_source(samples.cf_vqa_pairs(records), n_boot=200, seed=1)
+    assert len(cells) == 10 and sum(v["n_pairs"] for v in cells.values()) == N_PAIRS
+    for (category, source), v in cells.items():
+        assert v["consistency_ci_low"] <= v["consistency"] <= v["consistency_ci_high"], (category, source)
+    pooled = {s: [v["consistency"] for (c, src), v in cells.items() if src == s] for s in ("o3", "Sonnet 4")}
+    for source, values in pooled.items():
+        assert abs(sum(values) / len(values) - 0.7) < 0.12, source

@@ -175,4 +175,29 @@ def render(runs: list[TaskRun], w: Writer) -> Part:
                                                                         "paper; Tables 6-10 with their Human row: mean "
                                                                         "human consistency of the rated pairs).",
                                     no_interval="No interval per subcategory (a few pairs each)."))
+        _by_source(run, pairs, w, part)
     return part
+
+
+def _by_source(run: TaskRun, pairs, w: Writer, part: Part) -> None:
+    """Table 11: metrics per category x question source, when the manifest named the sources."""
+    from lm_eval_bias.tasks.aggregation import bootstrap_settings
+
+    n_boot, seed = bootstrap_settings()
+    cells = stats.metrics_by_source(pairs, n_boot, seed)
+    if not cells:
+        return
+    rows = {}
+    for (category, source), values in sorted(cells.items()):
+        row = {"n_pairs": values["n_pairs"]}
+        for key in ("consistency", "cc_auc", "sr_auc"):
+            low, high = values.get(f"{key}_ci_low", math.nan), values.get(f"{key}_ci_high", math.nan)
+            row[key] = values.get(key, math.nan)
+            row[f"{key} 95 % CI"] = f"[{low:.3f}, {high:.3f}]" if math.isfinite(low) and math.isfinite(high) else "n/a"
+        rows[(category, source)] = row
+    table = pd.DataFrame(rows).T
+    table.index.names = ["category", "question source"]
+    part.details.append(w.table(table, f"{run.task}_by_source",
+                                f"{run.task}: Cons, CC-AUC and SR-AUC per category and question source (Table 11: "
+                                "does a model score higher on questions its own family wrote?); 95 % intervals from "
+                                "the pair bootstrap within each cell."))

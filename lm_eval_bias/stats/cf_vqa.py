@@ -49,6 +49,8 @@ class PairResponse:
     run: int = 0
     category: str = ""
     subcategory: str = ""
+    #: who wrote the question (the manifest's optional ``question_source``; Table 11), "" when unknown
+    source: str = ""
 
     def __post_init__(self) -> None:
         for side, answer, conf in (("b+", self.answer_plus, self.conf_plus), ("b-", self.answer_minus, self.conf_minus)):
@@ -150,6 +152,22 @@ def metrics_by(pairs: Sequence[PairResponse], field: str) -> dict[str, dict[str,
     for p in pairs:
         groups.setdefault(getattr(p, field), []).append(p)
     return {key: pair_metrics(group) for key, group in sorted(groups.items())}
+
+
+def metrics_by_source(pairs: Sequence[PairResponse], n_boot: int, seed: int,
+                      level: float = 0.95) -> dict[tuple[str, str], dict[str, float]]:
+    """Table 11 (App.): Cons, CC-AUC and SR-AUC per category x question source (the model that wrote the
+    question, e.g. o3 / Sonnet 4), each with its pair-bootstrap interval (:func:`pair_summary`: pairs
+    resampled within the category x source cell) and ``n_pairs``. Pairs without a source are left out;
+    ``{}`` when no pair has one."""
+    import dataclasses
+
+    sep = "\x1f"
+    tagged = [dataclasses.replace(p, category=f"{p.category}{sep}{p.source}") for p in pairs if p.source]
+    if not tagged:
+        return {}
+    summary = pair_summary(pair_grid(tagged), n_boot, 0, seed, level)
+    return {tuple(scope.split(sep, 1)): values for scope, values in summary.items() if scope is not None}
 
 
 # -- arrays, cluster bootstrap and permutation null (vectorised) ----------------------------------------------

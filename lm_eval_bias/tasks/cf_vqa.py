@@ -152,8 +152,9 @@ def load_docs(prompt: str, hub_id: str | None = None, seed: int = 0, embedder: s
     location = data.resolve_dataset_location("cf_vqa", hub_id)
     ds = data.load_split("cf_vqa", hub_id)
     data.require_columns(ds, ("pair_id", "category", "subcategory", "attribute", "question", "options"), "cf_vqa")
-    pairs = ds.select_columns(["pair_id", "category", "subcategory", "attribute", "question", "options",
-                               "human_consistency"]).to_list()
+    # question_source (Table 11) is optional: datasets built before it existed lack the column
+    columns = ["pair_id", "category", "subcategory", "attribute", "question", "options", "human_consistency"]
+    pairs = ds.select_columns(columns + [c for c in ("question_source",) if c in ds.column_names]).to_list()
     split = hner_split([p["pair_id"] for p in pairs], int(seed))
     exemplars: dict[str, list[dict[str, str]]] = {}
     embedder_name = ""
@@ -177,7 +178,8 @@ def load_docs(prompt: str, hub_id: str | None = None, seed: int = 0, embedder: s
                     "doc_id": f"{p['pair_id']}:{run}:{side}", "pair_id": p["pair_id"], "run": run, "side": side,
                     "prompt": prompt, "category": p["category"], "subcategory": p["subcategory"],
                     "question": p["question"], "options": [p["options"][i] for i in order], "option_order": order,
-                    "human_consistency": p["human_consistency"], "split": split[p["pair_id"]],
+                    "human_consistency": p["human_consistency"], "question_source": p.get("question_source"),
+                    "split": split[p["pair_id"]],
                     "exemplars": exemplars.get(p["pair_id"], []), "embedder": embedder_name, "images_from": location,
                     "truncated_as": truncated_as, "invalid_as": invalid_as, "seed": int(seed),
                 })
@@ -226,7 +228,8 @@ def process_results(doc: dict[str, Any], results: list) -> dict[str, dict]:
     record = {"pair_id": doc["pair_id"], "run": doc["run"], "side": doc["side"], "category": doc["category"],
               "subcategory": doc["subcategory"], "status": status, "answer": answer, "letter": letter,
               "confidence": parsed.confidence, "confidence_ok": parsed.confidence_ok,
-              "human_consistency": doc["human_consistency"], "split": doc["split"], "reason": parsed.reason,
+              "human_consistency": doc["human_consistency"], "question_source": doc.get("question_source"),
+              "split": doc["split"], "reason": parsed.reason,
               "extraction": mode_of(doc)}
     record.update({k: doc.get(k) for k in SETTINGS})
     return FAMILIES[doc["prompt"]].records_for(record)
@@ -272,7 +275,8 @@ def pairs_from_records(records: list[dict[str, Any]]) -> list[stats.PairResponse
         if _left_out(plus, settings) or _left_out(minus, settings):
             continue
         pairs.append(stats.PairResponse(pair_id, plus["answer"], minus["answer"], plus["confidence"],
-                                        minus["confidence"], run, plus["category"], plus["subcategory"]))
+                                        minus["confidence"], run, plus["category"], plus["subcategory"],
+                                        plus.get("question_source") or ""))
     return pairs
 
 

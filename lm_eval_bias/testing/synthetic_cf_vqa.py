@@ -34,8 +34,10 @@ def read_attribute_marker(image) -> str | None:
 
 
 def make_synthetic_cf_vqa(out_dir: str | Path, pairs_per_subcategory: int = 1, size: int = 48, seed: int = 0,
-                          fmt: str = "jsonl") -> Path:
-    """Write images and a manifest (``manifest.jsonl`` or ``.csv``) covering all 17 subcategories."""
+                          fmt: str = "jsonl", question_sources: tuple[str, ...] = ()) -> Path:
+    """Write images and a manifest (``manifest.jsonl`` or ``.csv``) covering all 17 subcategories.
+    ``question_sources``: when given, the optional ``question_source`` column, the k-th pair of each
+    subcategory taking ``question_sources[k % len]`` (the paper's Table 11 split)."""
     from PIL import Image, ImageDraw
 
     out = Path(out_dir)
@@ -63,6 +65,7 @@ def make_synthetic_cf_vqa(out_dir: str | Path, pairs_per_subcategory: int = 1, s
                     "question": f"How trustworthy does the person in this {sub.lower()} scene ({k}) seem?",
                     "options": OPTIONS, "relevance_score": round(rng.uniform(1, 2), 2),
                     "human_consistency": round(rng.uniform(0.8, 1.0), 3),
+                    **({"question_source": question_sources[k % len(question_sources)]} if question_sources else {}),
                 })
     if fmt == "jsonl":
         (out / "manifest.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
