@@ -148,6 +148,10 @@ def test_metrics_by_question_source_hand_computed():
     assert cells[("Culture", "o3")]["consistency"] == 0.5 and cells[("Culture", "o3")]["n_pairs"] == 2
     assert cells[("Culture", "Sonnet 4")]["consistency"] == 1.0
     assert stats.metrics_by_source(pairs[3:], n_boot=0, seed=0) == {}
+    by_sub = stats.metrics_by_cell(pairs, ("subcategory",), n_boot=0, seed=0)
+    assert by_sub[("Daily Cultural Practices",)]["consistency"] == 0.5
+    assert by_sub[("Daily Cultural Practices",)]["consistency"] == stats.metrics_by(pairs, "subcategory")[
+        "Daily Cultural Practices"]["consistency"]
 
 
 def test_question_source_flows_from_manifest_to_table_11(cf_vqa_env, tmp_path):

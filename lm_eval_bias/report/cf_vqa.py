@@ -162,8 +162,17 @@ def render(runs: list[TaskRun], w: Writer) -> Part:
                                                             "Cons minus it over those same pairs; 95 % intervals from "
                                                             "the pair bootstrap."))
     _settings(runs, w, part)
+    from lm_eval_bias.tasks.aggregation import bootstrap_settings
+
+    n_boot, seed = bootstrap_settings()
     for run, pairs in with_pairs:
         table = pd.DataFrame(stats.metrics_by(pairs, "subcategory")).T.reindex(columns=list(PAIR_METRICS))
+        cells = stats.metrics_by_cell(pairs, ("subcategory",), n_boot, seed)
+        for key in ("consistency", "cc_auc", "sr_auc"):
+            cis = {sub: (v.get(f"{key}_ci_low", math.nan), v.get(f"{key}_ci_high", math.nan))
+                   for (sub,), v in cells.items()}
+            table[f"{key} 95 % CI"] = [f"[{cis[s][0]:.3f}, {cis[s][1]:.3f}]" if s in cis and all(map(math.isfinite, cis[s]))
+                                       else f"n/a (< {stats.MIN_PAIRS_FOR_INTERVAL} pairs)" for s in table.index]
         human = {}
         for r in run.records or []:
             if r.get("human_consistency") is not None:
@@ -173,8 +182,9 @@ def render(runs: list[TaskRun], w: Writer) -> Part:
         table.index.name = "subcategory"
         part.details.append(w.table(table, f"{run.task}_subcategories", f"{run.task}: metrics per subcategory (17 of the "
                                                                         "paper; Tables 6-10 with their Human row: mean "
-                                                                        "human consistency of the rated pairs).",
-                                    no_interval="No interval per subcategory (a few pairs each)."))
+                                                                        "human consistency of the rated pairs). 95 % "
+                                                                        "intervals: pair bootstrap within the "
+                                                                        "subcategory."))
         _by_source(run, pairs, w, part)
     return part
 

@@ -154,20 +154,29 @@ def metrics_by(pairs: Sequence[PairResponse], field: str) -> dict[str, dict[str,
     return {key: pair_metrics(group) for key, group in sorted(groups.items())}
 
 
-def metrics_by_source(pairs: Sequence[PairResponse], n_boot: int, seed: int,
-                      level: float = 0.95) -> dict[tuple[str, str], dict[str, float]]:
-    """Table 11 (App.): Cons, CC-AUC and SR-AUC per category x question source (the model that wrote the
-    question, e.g. o3 / Sonnet 4), each with its pair-bootstrap interval (:func:`pair_summary`: pairs
-    resampled within the category x source cell) and ``n_pairs``. Pairs without a source are left out;
-    ``{}`` when no pair has one."""
+def metrics_by_cell(pairs: Sequence[PairResponse], fields: Sequence[str], n_boot: int, seed: int,
+                    level: float = 0.95) -> dict[tuple[str, ...], dict[str, float]]:
+    """The pair metrics per cell of ``fields`` (e.g. ``("subcategory",)`` for Tables 6-10), each with its
+    pair-bootstrap ``_stderr``/``_ci_low``/``_ci_high`` (:func:`pair_summary` with the cell as the stratum:
+    pairs resampled within their cell; NaN below :data:`MIN_PAIRS_FOR_INTERVAL` pairs) and ``n_pairs``.
+    Pairs with an empty value in any field are left out."""
     import dataclasses
 
     sep = "\x1f"
-    tagged = [dataclasses.replace(p, category=f"{p.category}{sep}{p.source}") for p in pairs if p.source]
+    tagged = [dataclasses.replace(p, category=sep.join(str(getattr(p, f)) for f in fields)) for p in pairs
+              if all(getattr(p, f) for f in fields)]
     if not tagged:
         return {}
     summary = pair_summary(pair_grid(tagged), n_boot, 0, seed, level)
-    return {tuple(scope.split(sep, 1)): values for scope, values in summary.items() if scope is not None}
+    return {tuple(scope.split(sep)): values for scope, values in summary.items() if scope is not None}
+
+
+def metrics_by_source(pairs: Sequence[PairResponse], n_boot: int, seed: int,
+                      level: float = 0.95) -> dict[tuple[str, str], dict[str, float]]:
+    """Table 11 (App.): Cons, CC-AUC and SR-AUC per category x question source (the model that wrote the
+    question, e.g. o3 / Sonnet 4), each with its pair-bootstrap interval (:func:`metrics_by_cell`) and
+    ``n_pairs``. Pairs without a source are left out; ``{}`` when no pair has one."""
+    return metrics_by_cell(pairs, ("category", "source"), n_boot, seed, level)
 
 
 # -- arrays, cluster bootstrap and permutation null (vectorised) ----------------------------------------------
