@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from lm_eval_bias.report import card, comparison, glossary, leaderboard, page
-from lm_eval_bias.report.intervals import skip_explicit_gc
+from lm_eval_bias.stats.multiplicity import skip_explicit_gc
 from lm_eval_bias.report.render import style
 from lm_eval_bias.report.runs import load_runs
 

@@ -601,7 +601,8 @@ def fact_or_fair_results(table: CellTable, *, objective: bool, rates: Sequence[s
     - counts: ``n_queries``, ``n_valid``, ``n_statistics`` (with answers), ``n_cells``.
     Too few queries to resample (no cell with two) give NaN intervals and a call of ``warn``."""
     from scipy.stats import binomtest
-    from statsmodels.stats.multitest import multipletests
+
+    from lm_eval_bias.stats.multiplicity import adjust
 
     k = table.k
     point = scores_from_counts(table.counts, table, objective, distance="exact")
@@ -640,11 +641,7 @@ def fact_or_fair_results(table: CellTable, *, objective: bool, rates: Sequence[s
         out[f"{rate}_p_null"] = float(binomtest(x, n, chance, alternative="greater").pvalue) if n else math.nan
     family = [r for r in ("ingroup_rate", "outgroup_rate") if r in rates]
     if len(family) == 2:
-        ps = np.array([out[f"{r}_p_null"] for r in family])
-        holm = np.full(2, np.nan)
-        ok = np.isfinite(ps)
-        if ok.any():
-            holm[ok] = multipletests(ps[ok], method="holm")[1]
+        holm = adjust([out[f"{r}_p_null"] for r in family])
         for r, p in zip(family, holm):
             out[f"{r}_p_null_holm"] = float(p)
     k_valid = table.counts[:, :k].sum((1, 2))

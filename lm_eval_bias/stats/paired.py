@@ -132,16 +132,11 @@ def _safe(statistic: Statistic, weights: np.ndarray) -> Mapping[str, float]:
 
 
 def holm(p_values: Sequence[float]) -> np.ndarray:
-    """Holm-adjusted p-values (``statsmodels.stats.multitest.multipletests(method="holm")``); NaN entries
-    stay NaN and do not count towards the family size."""
-    from statsmodels.stats.multitest import multipletests
+    """Holm-adjusted p-values (:func:`lm_eval_bias.stats.multiplicity.adjust`); NaN entries stay NaN and
+    do not count towards the family size."""
+    from lm_eval_bias.stats.multiplicity import adjust
 
-    p = np.asarray(p_values, dtype=float)
-    out = np.full(p.shape, np.nan)
-    ok = np.isfinite(p)
-    if ok.any():
-        out[ok] = multipletests(p[ok], method="holm")[1]
-    return out
+    return adjust(p_values)
 
 
 def tie_groups(order: Sequence[str], significant: Sequence[bool]) -> list[int]:

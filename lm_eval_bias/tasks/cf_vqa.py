@@ -333,9 +333,9 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, float]:
         keys = [f"{metric}_{category_key(c)}_p_null" for c in CATEGORIES]
         finite = [k for k in keys if math.isfinite(out[k])]
         if finite:
-            from statsmodels.stats.multitest import multipletests
+            from lm_eval_bias.stats.multiplicity import adjust
 
-            adjusted = multipletests([out[k] for k in finite], method="holm")[1]
+            adjusted = adjust([out[k] for k in finite])
             out.update({f"{k}_holm": float(v) for k, v in zip(finite, adjusted)})
     short = [("all pairs" if s is None else s) for s, v in summary.items()
              if n_boot and v.get("n_pairs", 0) < stats.MIN_PAIRS_FOR_INTERVAL]
