@@ -599,6 +599,7 @@ COMMANDS: dict[str, str] = {
     "build": "build a dataset (focus, focus-bios, fact-or-fair, cf-vqa, vignette) from the authors' files",
     "score": "score outputs made outside the harness (fact-or-fair-t2i: text-to-image face labels)",
     "report": "HTML bias cards, figures, tables and a leaderboard from run folders",
+    "reflect-compare": "REFLECT Tables 7, 8, 10, 4 and App. B.2 mirroring: two runs compared, with intervals",
     "vignette-import": "import the VIGNETTE authors' released model outputs as logged samples (for report)",
     "demo": "offline demo: synthetic FOCUS data, the planted-bias bias-probe model, REFLECT",
     "version": "print the version",
@@ -658,6 +659,12 @@ def _vignette_import_main(argv: list[str]) -> int:
     return vignette_import.main(argv)
 
 
+def _reflect_compare_main(argv: list[str]) -> int:
+    from lm_eval_bias.report import reflect_compare
+
+    return reflect_compare.main(argv)
+
+
 def _demo_main(argv: list[str]) -> int:
     from lm_eval_bias import demo
 
@@ -673,7 +680,8 @@ def main(argv: list[str] | None = None) -> int:
     if command == "--version":
         return _version_main(rest)
     own = {"tasks-dir": _tasks_dir_main, "build": _build_main, "score": _score_main, "report": _report_main,
-           "demo": _demo_main, "version": _version_main, "vignette-import": _vignette_import_main}
+           "demo": _demo_main, "version": _version_main, "vignette-import": _vignette_import_main,
+           "reflect-compare": _reflect_compare_main}
     if command in own:
         return own[command](rest)
     if not command.startswith("-") and command not in _HARNESS_COMMANDS:
