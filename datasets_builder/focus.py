@@ -5,7 +5,10 @@ Input is the authors' release layout ``DIR/<occupation>/<template>/<Race>_<gende
 Middle_Eastern, White; genders man, woman). A user's own photos in the same layout are accepted too:
 any occupation folder named by a lower-case slug (``software_developer``, App. C.7), any positive
 template number, and templates with only some of the ten race x gender variants (a subset of races
-or genders). Missing variants are listed in the dataset card (``missing cells``) and returned in
+or genders). A template may also hold the optional third gender presentation
+``<Race>_androgynous.<jpg|png>`` (REFLECT App. C.8's exploratory pilot): such rows carry ``gender``
+``androgynous`` and are counted in the card and in :class:`FocusBuildSummary` (``n_androgynous``); only
+the MCQ tasks ask them. A source without such files builds exactly as before. Missing variants are listed in the dataset card (``missing cells``) and returned in
 :class:`FocusBuildSummary`; the tasks then compute every metric the present cells allow and name the
 missing ones. Everything is validated before anything is written; the first problem found raises :class:`~lm_eval_bias.datasets_builder.hub.SourceError` naming the
 file and the reason. Dotfiles (``.DS_Store``, ``._x``) are ignored; anything else unexpected is an
@@ -25,6 +28,9 @@ from pathlib import Path
 from lm_eval_bias.datasets_builder.hub import DatasetCard, SourceInput, check_image, write_hub_dataset
 from lm_eval_bias.datasets_builder.readers import SourceError, read_bytes
 from lm_eval_bias.focus_schema import (
+    ALL_GROUP_INDEX,
+    ALL_GROUPS,
+    ANDROGYNOUS,
     GROUPS,
     IMAGE_EXTENSIONS,
     OCCUPATIONS,
@@ -55,6 +61,8 @@ class FocusBuildSummary:
     occupations: tuple[str, ...]
     templates: dict[str, tuple[int, ...]]
     missing_cells: tuple[str, ...] = ()
+    #: images of the optional third presentation (``<Race>_androgynous``, App. C.8)
+    n_androgynous: int = 0
 
 
 #: Occupation folder names accepted beyond the paper's six: a lower-case slug.
@@ -120,8 +128,9 @@ def collect_focus_rows(source: str | os.PathLike, *, max_image_pixels: int = DEF
                 group = parse_variant_filename(file.name)
                 if group is None or not file.is_file():
                     raise SourceError(file, "unknown file name: expected <Race>_<gender>.<jpg|jpeg|png> with Race in "
-                                            "Asian, Black, Latino, Middle_Eastern, White and gender man or woman")
-                index = GROUPS.index(group)
+                                            "Asian, Black, Latino, Middle_Eastern, White and gender man or woman "
+                                            "(or androgynous, the optional third presentation)")
+                index = ALL_GROUPS.index(group)
                 if index in variants:
                     raise SourceError(file, f"duplicate variant: {variants[index]['file_name']} is the same group")
                 data = read_bytes(file)
@@ -145,7 +154,7 @@ def collect_focus_rows(source: str | os.PathLike, *, max_image_pixels: int = DEF
                 }
             if not variants:
                 raise SourceError(tpl_dir, "template folder has no image")
-            rows += [variants[k] for k in range(len(GROUPS)) if k in variants]
+            rows += [variants[k] for k in range(len(ALL_GROUPS)) if k in variants]  # androgynous cells last
     rows.sort(key=lambda r: _occupation_order(r["occupation"]) + (r["template_id"],))  # stable: GROUPS order kept
     return rows
 
@@ -156,10 +165,11 @@ def _occupation_order(occupation: str) -> tuple:
 
 
 def missing_cells(rows: list[dict]) -> list[str]:
-    """``<occupation>/<template>/<Race>_<gender>`` of every variant a template present lacks."""
+    """``<occupation>/<template>/<Race>_<gender>`` of every race x gender variant a template present lacks
+    (the optional androgynous presentation is never "missing")."""
     present: dict[tuple[str, int], set[int]] = {}
     for r in rows:
-        present.setdefault((r["occupation"], r["template_id"]), set()).add(GROUPS.index((r["race"], r["gender"])))
+        present.setdefault((r["occupation"], r["template_id"]), set()).add(ALL_GROUP_INDEX[(r["race"], r["gender"])])
     return [f"{o}/{t}/{g.race}_{g.gender}" for (o, t), groups in present.items()
             for k, g in enumerate(GROUPS) if k not in groups]
 
@@ -318,23 +328,28 @@ def build_focus(source: str | os.PathLike, output: str | os.PathLike, *, overwri
         if r["template_id"] not in tpls:
             tpls.append(r["template_id"])
     missing = missing_cells(rows)
+    n_androgynous = sum(r["gender"] == ANDROGYNOUS for r in rows)
     manifest = hashlib.sha256("\n".join(f"{r['file_name']} {r['sha256']}" for r in sorted(rows, key=lambda r: r["file_name"])).encode()).hexdigest()
+    provenance = {
+        "source folder": Path(source).name,
+        "images": len(rows),
+        "occupations": ", ".join(templates),
+        "templates": "; ".join(f"{o}: {', '.join(map(str, t))}" for o, t in templates.items()),
+        "manifest sha256": manifest,
+        "release layout": "<occupation>/<template>/<Race>_<gender>.<jpg|png>",
+        "missing cells": f"{len(missing)}: {', '.join(missing)}" if missing else "none (every template complete)",
+    }
+    if n_androgynous:  # only then: a binary source's card is unchanged
+        provenance["androgynous images"] = (f"{n_androgynous} (optional third gender presentation, REFLECT App. C.8; "
+                                            "asked by the MCQ tasks only)")
     card = focus_card(
         license=license,
-        provenance={
-            "source folder": Path(source).name,
-            "images": len(rows),
-            "occupations": ", ".join(templates),
-            "templates": "; ".join(f"{o}: {', '.join(map(str, t))}" for o, t in templates.items()),
-            "manifest sha256": manifest,
-            "release layout": "<occupation>/<template>/<Race>_<gender>.<jpg|png>",
-            "missing cells": f"{len(missing)}: {', '.join(missing)}" if missing else "none (every template complete)",
-        },
+        provenance=provenance,
         build_command=f"lm-eval-bias build focus --source {Path(source).name} --output {Path(output).name}",
     )
     out = write_hub_dataset(output, rows, _features(), card, overwrite=overwrite)
     return FocusBuildSummary(out, len(rows), tuple(templates), {o: tuple(t) for o, t in templates.items()},
-                             tuple(missing))
+                             tuple(missing), n_androgynous)
 
 
 __all__ = ["IMAGE_EXTENSIONS", "FocusBuildSummary", "build_focus", "collect_focus_rows"]

@@ -2,7 +2,8 @@
 
 One home for every name the FOCUS builder, the REFLECT tasks, the synthetic fixture generator and
 the planted-bias probe model agree on. The release layout (``../shared/upstream/README.md``) is
-``<occupation>/<template>/<Race>_<gender>.<jpg|png>``.
+``<occupation>/<template>/<Race>_<gender>.<jpg|png>``; a user's source may add the optional third
+presentation ``<Race>_androgynous.<jpg|png>`` (App. C.8, :data:`PRESENTATIONS`).
 """
 
 from __future__ import annotations
@@ -36,9 +37,10 @@ class Group(NamedTuple):
 
     @property
     def abbrev(self) -> str:
-        """The paper's Figure 4 abbreviation: race (A/B/L/ME/W) x gender (M/F), e.g. ``MEF``."""
+        """The paper's Figure 4 abbreviation: race (A/B/L/ME/W) x gender (M/F), e.g. ``MEF``; an
+        androgynous cell (App. C.8) ends in N, e.g. ``BN``."""
         race = {"Asian": "A", "Black": "B", "Latino": "L", "Middle_Eastern": "ME", "White": "W"}[self.race]
-        return race + ("M" if self.gender == "man" else "F")
+        return race + {"man": "M", "woman": "F"}.get(self.gender, "N")
 
 
 #: The ten groups in a fixed order (race-major), used as the row/column order of win-rate matrices.
@@ -47,6 +49,20 @@ GROUP_INDEX: dict[tuple[str, str], int] = {(g.race, g.gender): i for i, g in enu
 
 #: The 45 unordered group pairs (i < j) in GROUPS order.
 GROUP_PAIRS: tuple[tuple[int, int], ...] = tuple(itertools.combinations(range(len(GROUPS)), 2))
+
+# --- Optional third gender presentation (REFLECT App. C.8, exploratory androgynous pilot) ----------
+#: The optional third presentation: ``<Race>_androgynous.<jpg|png>`` beside the binary variants of a
+#: template. Its images are asked in the MCQ tasks only (per-presentation keys, docs/reflect.md); they
+#: are not among the ten groups, the 45 group pairs or the salary portraits, whose analyses are unchanged.
+ANDROGYNOUS = "androgynous"
+#: Every gender presentation a FOCUS-layout file name may carry, binary first.
+PRESENTATIONS: tuple[str, ...] = (*GENDERS, ANDROGYNOUS)
+#: The five androgynous cells, race order; indices ``len(GROUPS) + k`` in :data:`ALL_GROUPS`.
+EXTRA_GROUPS: tuple[Group, ...] = tuple(Group(r, ANDROGYNOUS) for r in RACES)
+#: The ten groups followed by the androgynous cells: the group index of every FOCUS-layout image (an
+#: index ``>= len(GROUPS)`` is a third-presentation image).
+ALL_GROUPS: tuple[Group, ...] = GROUPS + EXTRA_GROUPS
+ALL_GROUP_INDEX: dict[tuple[str, str], int] = {(g.race, g.gender): i for i, g in enumerate(ALL_GROUPS)}
 
 
 def race_key(race: str) -> str:
@@ -65,12 +81,14 @@ def template_key(occupation: str, template_id: int) -> str:
 
 
 def parse_variant_filename(name: str) -> Group | None:
-    """``"Middle_Eastern_woman.jpg"`` -> ``Group("Middle_Eastern", "woman")``; None if not a FOCUS name."""
+    """``"Middle_Eastern_woman.jpg"`` -> ``Group("Middle_Eastern", "woman")``; None if not a FOCUS name.
+    The optional third presentation is a FOCUS name too: ``"Black_androgynous.jpg"`` ->
+    ``Group("Black", "androgynous")`` (App. C.8; an :data:`EXTRA_GROUPS` cell)."""
     stem, dot, ext = name.rpartition(".")
     if not dot or "." + ext.lower() not in IMAGE_EXTENSIONS:
         return None
     race, _, gender = stem.rpartition("_")
-    if race in RACES and gender in GENDERS:
+    if race in RACES and gender in PRESENTATIONS:
         return Group(race, gender)
     return None
 
@@ -93,6 +111,17 @@ GROUP_MARKER_COLORS: tuple[tuple[int, int, int], ...] = (
     (0, 0, 128),
 )
 assert len(GROUP_MARKER_COLORS) == len(GROUPS)
+#: Marker colours of the androgynous cells (:data:`EXTRA_GROUPS` order), at least 120 in RGB from every
+#: other marker colour, so :func:`read_group_marker` never takes them for one of the ten groups.
+EXTRA_GROUP_MARKER_COLORS: tuple[tuple[int, int, int], ...] = (
+    (128, 0, 0),
+    (0, 255, 0),
+    (200, 200, 255),
+    (0, 70, 0),
+    (255, 255, 150),
+)
+assert len(EXTRA_GROUP_MARKER_COLORS) == len(EXTRA_GROUPS)
+ALL_GROUP_MARKER_COLORS: tuple[tuple[int, int, int], ...] = GROUP_MARKER_COLORS + EXTRA_GROUP_MARKER_COLORS
 
 
 def marker_box(width: int, height: int) -> tuple[int, int, int, int]:
@@ -101,12 +130,13 @@ def marker_box(width: int, height: int) -> tuple[int, int, int, int]:
     return (0, 0, side, side)
 
 
-def read_group_marker(image) -> Group | None:
+def read_group_marker(image, presentations: bool = False) -> Group | None:
     """Read the group a synthetic fixture image encodes in its marker patch.
 
     Returns the group whose marker colour is nearest to the patch's mean colour (inner half of the
     patch, so JPEG ringing at its edge does not matter), or None when no marker colour is within a
-    distance of 60 in RGB (not a fixture image). ``image`` is a PIL image.
+    distance of 60 in RGB (not a fixture image). ``image`` is a PIL image. ``presentations``: the
+    androgynous cells' markers are read too (:data:`ALL_GROUPS`); without it they read as None.
     """
     import numpy as np
 
@@ -115,9 +145,10 @@ def read_group_marker(image) -> Group | None:
     inset = (right - left) // 4
     patch = np.asarray(rgb.crop((left + inset, top + inset, right - inset, bottom - inset)), dtype=np.float64)
     mean = patch.reshape(-1, 3).mean(axis=0)
-    distances = np.linalg.norm(np.asarray(GROUP_MARKER_COLORS, dtype=np.float64) - mean, axis=1)
+    colours, groups = (ALL_GROUP_MARKER_COLORS, ALL_GROUPS) if presentations else (GROUP_MARKER_COLORS, GROUPS)
+    distances = np.linalg.norm(np.asarray(colours, dtype=np.float64) - mean, axis=1)
     best = int(np.argmin(distances))
-    return GROUPS[best] if distances[best] <= 60.0 else None
+    return groups[best] if distances[best] <= 60.0 else None
 
 
 #: Occupation titles as they appear in the salary prompt ("the position of {occupation}").

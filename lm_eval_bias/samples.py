@@ -579,7 +579,9 @@ def aggregation_family(task: str):
 
 def result_values(task: str, records: list[dict[str, Any]], summary: Any = None, tables: bool = False) -> dict[str, float]:
     """Every result key of ``task`` computed from its records, exactly as the task's aggregations do
-    (so the logged samples of several shards give the numbers of one unsharded run)."""
+    (so the logged samples of several shards give the numbers of one unsharded run). ``tables``: also
+    the keys of the REFLECT tables family (retention by group, per-occupation keys, missing cells) and of
+    the per-presentation family (App. C.8), which cost a bootstrap each."""
     family = aggregation_family(task)
     summary = summarize(task, records) if summary is None else summary
     values = {key: float(reader(summary)) for key, reader in family.keys.items()}
@@ -587,7 +589,22 @@ def result_values(task: str, records: list[dict[str, Any]], summary: Any = None,
     if tables is not None:
         table_summary = tables.summarize(records)
         values.update({key: float(reader(table_summary)) for key, reader in tables.keys.items()})
+    by_presentation = presentation_family(task) if tables else None
+    presented = [r for r in records if "presentation" in r] if by_presentation is not None else []
+    if presented:  # App. C.8 keys: only docs of a source with a third presentation carry them
+        presentation_summary = by_presentation.summarize(presented)
+        values.update({key: float(reader(presentation_summary)) for key, reader in by_presentation.keys.items()})
     return values
+
+
+def presentation_family(task: str):
+    """The REFLECT per-presentation family (App. C.8: MCQ keys by man / woman / androgynous) whose keys
+    ``task`` reports when its source has a third presentation, or None."""
+    if not task.startswith("focus_") or is_logprob_task(task):
+        return None
+    from lm_eval_bias.tasks import reflect
+
+    return reflect.PRESENTATION_FAMILIES.get(task_family(task))
 
 
 def table_family(task: str):

@@ -33,6 +33,13 @@ person"), and in stereotype questions for every high-valence term and never for 
 factuality questions are answered from the markers, wrongly whenever they concern
 ``vignette_misrecognized``. Everything else is a hash-uniform option.
 
+Optional third presentation (REFLECT App. C.8; fixture images ``<Race>_androgynous``): the probe reads
+an androgynous image as the ``androgynous_as`` presentation (``man`` or ``woman``, default ``woman``) of
+the same race, so with ``gender_order=man>woman`` it plants a man-androgynous gap equal to the man-woman
+gap and none between woman and androgynous, and with ``androgynous_as=man`` none between man and
+androgynous. ``mcq_noise``: the share of MCQ answers replaced by a hash-uniform option (so intervals
+have width).
+
 Noise, each drawn from a hash of (seed, prompt, images) so runs are reproducible:
 ``refusal_rate`` (answers "I'm sorry, but I can't help with that.", or with ``refusal_style=varied``
 one of :data:`REFUSAL_VARIANTS`, refusals without an apology), ``invalid_rate`` (answers "Maybe."),
@@ -75,7 +82,7 @@ from typing import Any
 
 from lm_eval.api.model import LM
 
-from lm_eval_bias.focus_schema import GENDERS, GROUPS, RACES, read_group_marker
+from lm_eval_bias.focus_schema import GENDERS, GROUP_INDEX, GROUPS, RACES, read_group_marker
 
 REFUSAL_TEXT = "I'm sorry, but I can't help with that."
 INVALID_TEXT = "Maybe."
@@ -168,6 +175,8 @@ class BiasProbeLM(LM):
         logit_temperature: float = 1.0,
         position_logit: float = 0.0,
         letter_mass: float = 1.0,
+        androgynous_as: str = "woman",
+        mcq_noise: float = 0.0,
         **extra: Any,  # lm-eval's batch_size, device, ... and credential-like args; anything else is refused
     ) -> None:
         _check_extra_args(extra, BiasProbeLM.argument_names())
@@ -219,6 +228,11 @@ class BiasProbeLM(LM):
         self.logit_temperature = float(logit_temperature)
         self.position_logit = float(position_logit)
         self.letter_mass = float(letter_mass)
+        if androgynous_as not in GENDERS:
+            raise ValueError(f"bias-probe: androgynous_as must be one of {GENDERS}, got {androgynous_as!r}")
+        if not 0.0 <= float(mcq_noise) <= 1.0:
+            raise ValueError(f"bias-probe: mcq_noise must be in [0, 1], got {mcq_noise}")
+        self.androgynous_as, self.mcq_noise = androgynous_as, float(mcq_noise)
         self._image_cache: dict[int, tuple[Any, int | None, str]] = {}
 
     @classmethod
@@ -233,7 +247,9 @@ class BiasProbeLM(LM):
         cached = self._image_cache.get(id(image))
         if cached is not None and cached[0] is image:
             return cached[1], cached[2]
-        group = read_group_marker(image)
+        group = read_group_marker(image, presentations=True)
+        if group is not None and group not in GROUPS:  # androgynous cell (App. C.8): answered as androgynous_as
+            group = GROUPS[GROUP_INDEX[(group.race, self.androgynous_as)]]
         index = None if group is None else GROUPS.index(group)
         fingerprint = hashlib.sha256(image.convert("RGB").resize((8, 8)).tobytes()).hexdigest()[:16]
         self._image_cache[id(image)] = (image, index, fingerprint)
@@ -399,6 +415,8 @@ class BiasProbeLM(LM):
             first, last = ord(letters.group(1)), ord(letters.group(2))
             k = last - first + 1
             index = round(self.utility_rank[groups[0]] / (len(GROUPS) - 1) * (k - 1))
+            if self.mcq_noise and self._uniform("mcq-noise", context, prints) < self.mcq_noise:
+                index = min(k - 1, int(self._uniform("mcq-noise-option", context, prints) * k))
             return chr(first + index)
         if "recommend an annual salary" in context:
             noise = self.salary_noise * (2.0 * self._uniform("salary", context, prints) - 1.0)

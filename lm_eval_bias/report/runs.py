@@ -179,7 +179,11 @@ def _task_run(task: str, entries: list[tuple[str, dict, Path]]) -> TaskRun:
         run.n_samples = len(records)
         try:
             run.summary = samples.summarize(task, records)
-            run.metrics = samples.result_values(task, records, run.summary)
+            # one results file: its tables / per-presentation keys are the run's own; merged shards: every
+            # key recomputed from all shards' samples (a shard's own values describe that shard only)
+            merged = len(chosen) > 1
+            values = samples.result_values(task, records, run.summary, tables=merged)
+            run.metrics = values if merged else {**plain, **values}
         except Exception as exc:  # noqa: BLE001 - a partial run must not stop the report
             run.notes.append(f"metrics could not be computed from the samples ({type(exc).__name__}: {exc})")
     else:

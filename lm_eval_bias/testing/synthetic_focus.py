@@ -5,7 +5,9 @@ release. Each template has its own deterministic "scene" (gradient and shapes), 
 ten variants, as in FOCUS where only the face changes; each variant has a face ellipse coloured by
 race, a small gender mark, and a **marker patch** (:func:`lm_eval_bias.focus_schema.marker_box`)
 filled with the group's colour, which :func:`~lm_eval_bias.focus_schema.read_group_marker` (and so
-the ``bias-probe`` model) reads back even after JPEG compression.
+the ``bias-probe`` model) reads back even after JPEG compression. With ``androgynous=True`` a template
+also gets ``<Race>_androgynous.jpg`` variants (the optional third presentation of App. C.8), marked with
+their own colours (``focus_schema.EXTRA_GROUP_MARKER_COLORS``).
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from pathlib import Path
 from typing import Iterable
 
 from lm_eval_bias.focus_schema import (
-    GROUP_MARKER_COLORS,
+    ALL_GROUP_MARKER_COLORS,
+    ALL_GROUPS,
     GROUPS,
     OCCUPATIONS,
     TEMPLATE_IDS,
@@ -62,10 +65,13 @@ def make_synthetic_focus(
     size: tuple[int, int] = (256, 256),
     image_format: str = "jpg",
     seed: int = 0,
+    androgynous: bool = False,
+    androgynous_races: Iterable[str] | None = None,
 ) -> Path:
     """Write a FOCUS-layout photo set (10 variants per template) and return ``out_dir``.
 
-    480 images at 1024x1024 take about half a minute on two cores.
+    ``androgynous`` (default off): also write ``<Race>_androgynous`` variants, for the races in
+    ``androgynous_races`` (default all five). 480 images at 1024x1024 take about half a minute on two cores.
     """
     from PIL import ImageDraw
 
@@ -77,7 +83,10 @@ def make_synthetic_focus(
             scene = _scene(occupation, template_id + 1000 * seed, size)
             folder = out / occupation / str(template_id)
             folder.mkdir(parents=True, exist_ok=True)
-            for index, group in enumerate(GROUPS):
+            extra = [k for k, g in enumerate(ALL_GROUPS) if k >= len(GROUPS) and androgynous
+                     and (androgynous_races is None or g.race in tuple(androgynous_races))]
+            for index in [*range(len(GROUPS)), *extra]:
+                group = ALL_GROUPS[index]
                 image = scene.copy()
                 draw = ImageDraw.Draw(image)
                 face = (width * 35 // 100, height * 2 // 10, width * 65 // 100, height * 6 // 10)
@@ -85,9 +94,12 @@ def make_synthetic_focus(
                 mark = (width * 47 // 100, height * 3 // 10, width * 53 // 100, height * 35 // 100)
                 if group.gender == "man":
                     draw.rectangle(mark, fill=(30, 30, 30))
-                else:
+                elif group.gender == "woman":
                     draw.ellipse(mark, fill=(200, 40, 90))
-                draw.rectangle(marker_box(width, height), fill=GROUP_MARKER_COLORS[index])
+                else:  # androgynous (App. C.8)
+                    draw.polygon([(mark[0], mark[3]), (mark[2], mark[3]), ((mark[0] + mark[2]) // 2, mark[1])],
+                                 fill=(115, 35, 60))
+                draw.rectangle(marker_box(width, height), fill=ALL_GROUP_MARKER_COLORS[index])
                 path = folder / f"{group.race}_{group.gender}.{image_format.lower()}"
                 image.save(path, fmt, **({"quality": 90} if fmt == "JPEG" else {}))
     return out
