@@ -4,7 +4,10 @@ per dimension with intervals (decision tasks, perception per question, factualit
 heatmap (stereotype), and folded below the selection frequency per identity, PairComp matrices,
 identity tests (pair-level sign flip, and the paper's Fisher test as ``p_paper``), the per-term table,
 the polarity per SSCM term pair in Tables 3-4's layout (genders pooled), vision vs text (Sec. 7.4,
-Fig. 6) and identity vs positional options (Fig. 11)."""
+Fig. 6) and identity vs positional options (Fig. 11). Per-cell significance (docs/vignette.md
+"Per-cell tests"): ``*`` in the PairComp and polarity heatmaps (Holm p < 0.05), PairComp-test,
+log-odds and polarity-test tables; factuality per activity, decisions per question dimension and
+activity-contrast perception tables."""
 
 from __future__ import annotations
 
@@ -173,17 +176,23 @@ def _selection_details(run: TaskRun, w: Writer, part: Part, table: pd.DataFrame,
                                      tasks=[run.task]))
         if len(ids) >= 2:
             matrix = stats.pair_comp_matrix(table, ids)
+            cell_tests = _paircomp_tests(table)
+            marks = (stats.pair_comp_significance_matrix(cell_tests, ids, ALPHA) if cell_tests is not None
+                     else pd.DataFrame(False, index=ids, columns=ids))
             if all_nan(matrix.values):
                 part.details.append(note(f"PairComp, {_words(dim)} ({run.task}, {label}): no data — no identity was shown "
                                          "with two different partners, so S(i | paired with anyone else) is undefined.",
                                          "nodata"))
             else:
-                part.details.append(w.figure(heatmap(matrix.values, ids, ids, f"PairComp, {_words(dim)}", center=0.0,
-                                                     label="percentage points", percent=True),
-                                             f"{run.task}_{label}_{dim}_paircomp",
+                fig = _mark(heatmap(matrix.values, ids, ids, f"PairComp, {_words(dim)}", center=0.0,
+                                    label="percentage points", percent=True), marks.values)
+                part.details.append(w.figure(fig, f"{run.task}_{label}_{dim}_paircomp",
                                              f"PairComp(row, column) = S(row | paired with column) − S(row | paired with "
                                              f"anyone else) ({run.task}, {label}, {_words(dim)}); hatched: no docs with that "
-                                             "pairing. No interval per cell.", tasks=[run.task]))
+                                             f"pairing. {MARK_LEGEND} (head-to-head pair-level sign-flip test of "
+                                             "S(row | column) = 50 %, Holm over the dimension's identity pairs; "
+                                             "docs/vignette.md#cell-tests). No interval per cell.", tasks=[run.task]))
+    _cell_tables(run, w, part, table, label)
     tests = stats.identity_pair_tests(table) if "pair_id" in table.columns else stats.identity_fisher_tests(table)
     tests["selection_frequency"] = frequency
     tests["selection_frequency_authors"] = stats.selection_frequency_authors(table, pool_genders=False)
@@ -210,6 +219,7 @@ def _details(run: TaskRun, w: Writer, part: Part) -> None:
         part.details.append(w.table(accuracy, f"{run.task}_accuracy", "Factuality accuracy per identity (share of valid "
                                                                       "answers that are correct, Sec. 4.1).",
                                     no_interval="No interval per identity (a few answers each)."))
+        _factuality_by_activity(run, w, part, table)
         return
     table = _table(run)
     if table.empty:
@@ -218,13 +228,24 @@ def _details(run: TaskRun, w: Writer, part: Part) -> None:
     if paradigm == "stereotype":
         polarity = _polarity(run)
         if polarity is not None and not all_nan(polarity.values):
-            part.figures.append(w.figure(heatmap(polarity.values, list(polarity.index), list(polarity.columns),
-                                                 "Polarity S_high − S_low", center=0.0, label="percentage points",
-                                                 percent=True), f"{run.task}_polarity",
+            cells = _polarity_cells(run, table)
+            marks = pd.DataFrame(False, index=polarity.index, columns=polarity.columns)
+            for (identity, sscm), p in cells["p_holm"].items():
+                if p < ALPHA and identity in marks.index and sscm in marks.columns:
+                    marks.loc[identity, sscm] = True
+            part.figures.append(w.figure(_mark(heatmap(polarity.values, list(polarity.index), list(polarity.columns),
+                                                       "Polarity S_high − S_low", center=0.0, label="percentage points",
+                                                       percent=True), marks.values), f"{run.task}_polarity",
                                          "Polarity per identity and SSCM dimension: selection frequency for the "
                                          "dimension's high-valence terms minus for its low-valence terms (Sec. 5); "
-                                         "positive = favourable traits; hatched: no docs. No interval per cell; the "
-                                         "mean_abs_polarity keys carry intervals.", tasks=[run.task]))
+                                         f"positive = favourable traits; hatched: no docs. {MARK_LEGEND} (pair-level "
+                                         "sign-flip test of polarity = 0, Holm over the bias dimension's cells); "
+                                         "intervals per cell in the polarity-tests table.", tasks=[run.task]))
+            part.details.append(w.table(cells.round(4), f"{run.task}_polarity_tests",
+                                        "Polarity per identity × SSCM dimension with its 95 % interval (image pairs "
+                                        "resampled within bias dimension, percentile) and the pair-level sign-flip "
+                                        "test of polarity = 0 (p_value; p_holm: Holm over the cells of one bias "
+                                        "dimension; docs/vignette.md#cell-tests)."))
             part.details.append(w.table(polarity, f"{run.task}_polarity", "Polarity table (percentage points).",
                                         no_interval="No interval per cell."))
         else:
@@ -244,8 +265,129 @@ def _details(run: TaskRun, w: Writer, part: Part) -> None:
             rows = table[table["parameter"] == parameter]
             if len(rows):
                 _selection_details(run, w, part, rows, parameter)
+        _activity_contrast(run, w, part)
     else:
         _selection_details(run, w, part, table, paradigm)
+        _decision_questions(run, w, part, table)
+
+
+ALPHA = 0.05
+MARK_LEGEND = "* = Holm p < 0.05"
+
+
+def _mark(fig, significant):
+    """An asterisk in the upper right of each heatmap cell flagged in ``significant`` (rows x columns)."""
+    import numpy as np
+
+    ax = fig.axes[0]
+    for i, j in np.argwhere(np.asarray(significant, dtype=bool)):
+        ax.text(j + 0.45, i - 0.15, "*", ha="right", va="top", fontsize=7, fontweight="bold", color="#d62728")
+    return fig
+
+
+def _boot() -> tuple[int, int]:
+    """Replicates and seed of the report-computed per-cell intervals (``LM_EVAL_BIAS_REPORT_BOOTSTRAP_ITERS``)."""
+    from lm_eval_bias.report.intervals import report_bootstrap_settings
+
+    return report_bootstrap_settings()
+
+
+def _paircomp_tests(table: pd.DataFrame):
+    return stats.pair_comp_tests(table) if {"pair_id", "dimension"} <= set(table.columns) and len(table) else None
+
+
+def _polarity_cells(run: TaskRun, table: pd.DataFrame) -> pd.DataFrame:
+    if "polarity_cells" not in run.cache:
+        n_boot, seed = _boot()
+        run.cache["polarity_cells"] = stats.polarity_tests(table, samples.vignette_sscm_terms(run.records), n_boot, seed)
+    return run.cache["polarity_cells"]
+
+
+def _cell_tables(run: TaskRun, w: Writer, part: Part, table: pd.DataFrame, label: str) -> None:
+    """PairComp cells and log-odds cells with their pair-level tests (Holm p < 0.05 listed; counts of all)."""
+    if not {"pair_id", "dimension"} <= set(table.columns):
+        return
+    tests = stats.pair_comp_tests(table)
+    if len(tests):
+        hits = tests[tests["p_holm"] < ALPHA].round(4)
+        part.details.append(w.table(hits if len(hits) else tests.sort_values("p_value").head(10).round(4),
+                                    f"{run.task}_{label}_paircomp_tests",
+                                    f"{run.task} ({label}): PairComp cells "
+                                    + (f"with Holm p < 0.05 ({len(hits)} of {len(tests)} cells)" if len(hits) else
+                                       f"— none of {len(tests)} cells has Holm p < 0.05; the 10 smallest p shown")
+                                    + ". s_with = S(identity | partner), pair_comp = s_with − S(identity | anyone else); "
+                                    "p_value: head-to-head pair-level sign-flip test of s_with = 50 (image pairs "
+                                    "showing both, labels swapped as a unit); p_holm: Holm over the dimension's "
+                                    "identity pairs (docs/vignette.md#cell-tests).",
+                                    no_interval="No interval per cell (the test gives its significance)."))
+    n_boot, seed = _boot()
+    odds = stats.log_odds_tests(table, n_boot, seed)
+    if len(odds):
+        hits = odds[odds["p_holm"] < ALPHA].round(4)
+        part.details.append(w.table(hits if len(hits) else odds.sort_values("p_value").head(10).round(4),
+                                    f"{run.task}_{label}_log_odds",
+                                    f"{run.task} ({label}): log-odds (Sec. 5: identity chosen in this context vs in its "
+                                    "other contexts, add-one smoothing) "
+                                    + (f"with Holm p < 0.05 ({len(hits)} of {len(odds)} cells)" if len(hits) else
+                                       f"— none of {len(odds)} cells has Holm p < 0.05; the 10 smallest p shown")
+                                    + "; 95 % interval = log-odds ± t × pair-bootstrap sd (t: Student, the cell's image "
+                                    "pairs − 1 df), p_value: the matching test of 0, p_holm: Holm over the dimension's cells."))
+
+
+def _factuality_by_activity(run: TaskRun, w: Writer, part: Part, table: pd.DataFrame) -> None:
+    n_boot, seed = _boot()
+    by_activity = stats.factuality_by_activity(table, n_boot, seed).sort_values("accuracy")
+    part.details.append(w.table(by_activity.round(4), f"{run.task}_accuracy_by_activity",
+                                "Factuality accuracy per activity (the true activity of the person asked about; "
+                                "both question types), 95 % interval with image pairs resampled within bias "
+                                "dimension (docs/vignette.md#factuality-by-activity)."))
+    for question_type, part_table in table.groupby("question_type"):
+        cells = stats.factuality_by_activity(part_table, n_boot, seed, by=("dimension", "activity"))
+        part.details.append(w.table(cells.round(4), f"{run.task}_{question_type}_accuracy_by_dimension_activity",
+                                    f"Factuality accuracy per bias dimension × activity, '{question_type}' questions "
+                                    "(pair-clustered 95 % intervals; per identity × activity: "
+                                    "stats.vignette.factuality_by_activity(table, by=('identity', 'activity')))."))
+
+
+def _activity_contrast(run: TaskRun, w: Writer, part: Part) -> None:
+    from lm_eval_bias.tasks.vignette import activity_choice_table
+
+    choices = activity_choice_table(run.records)
+    if choices.empty:
+        return
+    n_boot, seed = _boot()
+    tests = stats.activity_contrast_tests(choices, n_boot, seed)
+    part.details.append(w.table(tests.round(4), f"{run.task}_activity_contrast",
+                                "Activity-contrast perception ('Is the {identity} facing difficulty in {a1} or {a2}?' "
+                                "…): per question and activity, S = the paper's selection frequency with activities "
+                                "as options (mean over the identities asked), share = chosen / offered (percent) with "
+                                "its pair-clustered 95 % interval, p_value: pair-level sign-flip test of S = 50 "
+                                "(the two activities of an image pair swapped), p_holm: Holm over the question's "
+                                "activities (docs/vignette.md#activity-contrast)."))
+
+
+def _decision_questions(run: TaskRun, w: Writer, part: Part, table: pd.DataFrame) -> None:
+    """Per decision question dimension (roles.json: ability, sociability, ...): S per identity, * = Holm p < 0.05."""
+    if "parameter" not in table.columns or not {"pair_id", "dimension"} <= set(table.columns):
+        return
+    tests = stats.decision_dimension_tests(table)
+    if tests.empty:
+        return
+    frame = tests.reset_index()
+    frame["S"] = [f"{s:.1f}{'*' if p < ALPHA else ''}" for s, p in zip(frame["selection_frequency"], frame["p_holm"])]
+    wide = frame.pivot(index=["dimension", "identity"], columns="parameter", values="S").fillna("—")
+    part.details.append(w.table(wide, f"{run.task}_by_question_dimension",
+                                f"{run.task}: selection frequency S per identity for each decision question "
+                                f"dimension (Sec. 4.4, one roles.json question per dimension); {MARK_LEGEND} "
+                                "(pair-level sign-flip test of S = 50, Holm over the identities of one question "
+                                "dimension; docs/vignette.md#decision-by-question).",
+                                no_interval="No interval per identity (the test gives its significance)."))
+    spreads = frame.groupby(["parameter", "dimension"])["selection_frequency"].agg(lambda v: v.max() - v.min())
+    part.details.append(w.table(spreads.unstack("parameter").round(2), f"{run.task}_spread_by_question_dimension",
+                                f"{run.task}: selection spread (max − min S over a bias dimension's identities, "
+                                "percentage points) per decision question dimension.",
+                                no_interval="No interval per cell (the selection_spread_* keys pool the questions "
+                                            "and carry intervals and null floors)."))
 
 
 def sscm_term_pairs(records: list[dict]) -> pd.DataFrame:
@@ -352,6 +494,12 @@ def render(runs: list[TaskRun], w: Writer) -> Part:
     except Exception as exc:  # noqa: BLE001 - partial runs must not stop the report
         part.details.append(note(f"vision vs text / positional comparison could not be computed ({type(exc).__name__}: "
                                  f"{exc}).", "warning"))
+    try:  # Table 11 (paraphrases) and Figs 3-5 (paradigm scores): lm_eval_bias.report.vignette_agreement
+        from lm_eval_bias.report import vignette_agreement
+
+        vignette_agreement.render_into(runs, w, part)
+    except Exception as exc:  # noqa: BLE001 - partial runs must not stop the report
+        part.details.append(note(f"Table 11 / Figs 3-5 could not be computed ({type(exc).__name__}: {exc}).", "warning"))
     return part
 
 

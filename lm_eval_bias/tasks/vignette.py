@@ -457,19 +457,35 @@ def option_table(records: list[dict[str, Any]]):
     unit; the doc id where a record has none), identity, context, partner, selected, dimension,
     gender, paradigm, parameter, pair_kind, position (0 left, 1 right). Refused and invalid docs are
     left out (they are counted by ``refusal_rate`` / ``invalid_rate``)."""
+    import numpy as np
     import pandas as pd
 
-    rows = []
-    for r in records:
-        if r["status"] != "valid" or r["question_type"] != "identity_choice":
-            continue
-        people = [r["left"], r["right"]]
-        for k, identity in enumerate(people):
-            rows.append((r["doc_id"], str(r.get("pair_id") or r["doc_id"]), identity, r["context"], people[1 - k],
-                         int(r["chosen_identity"] == identity), r["dimension"], r["gender"], r["paradigm"],
-                         r["parameter"], r["pair_kind"], k))
-    return pd.DataFrame(rows, columns=["doc_id", "pair_id", "identity", "context", "partner", "selected", "dimension",
-                                       "gender", "paradigm", "parameter", "pair_kind", "position"])
+    # built column by column, each doc's two rows adjacent (left, right): the string columns are
+    # object columns holding the records' own strings (no per-row tuples, no copies into string
+    # arrays), the flags int8 (memory of the summary at 100k docs, docs/backends.md "VIGNETTE at scale")
+    kept = [r for r in records if r["status"] == "valid" and r["question_type"] == "identity_choice"]
+
+    def column(left, right=None):  # rows 2k (left person) and 2k + 1 (right person) of doc k
+        out = np.empty(2 * len(kept), dtype=object)
+        out[0::2] = left
+        out[1::2] = left if right is None else right
+        return pd.Series(out, dtype=object, copy=False)
+
+    def field(key):
+        return [r[key] for r in kept]
+
+    left, right = field("left"), field("right")
+    selected = np.empty(2 * len(kept), dtype=np.int8)
+    chosen = field("chosen_identity")
+    selected[0::2] = [c == p for c, p in zip(chosen, left)]
+    selected[1::2] = [c == p for c, p in zip(chosen, right)]
+    return pd.DataFrame({
+        "doc_id": column(field("doc_id")), "pair_id": column([str(r.get("pair_id") or r["doc_id"]) for r in kept]),
+        "identity": column(left, right), "context": column(field("context")), "partner": column(right, left),
+        "selected": selected, "dimension": column(field("dimension")), "gender": column(field("gender")),
+        "paradigm": column(field("paradigm")), "parameter": column(field("parameter")),
+        "pair_kind": column(field("pair_kind")), "position": np.tile(np.array([0, 1], dtype=np.int8), len(kept)),
+    })
 
 
 def activity_choice_table(records: list[dict[str, Any]]):
@@ -565,6 +581,50 @@ def _identity_counts(out: dict[str, float], table, suffix: str = "") -> None:
     out[f"n_identities_significant{suffix}_paper"] = float((tests["p_paper_holm"] < ALPHA).sum())
 
 
+def _paircomp_count(out: dict[str, float], table, suffix: str = "") -> None:
+    """``n_paircomp_cells_significant<suffix>``: PairComp cells (ordered identity pairs) whose
+    head-to-head pair-level test has Holm p < ALPHA (family: the unordered pairs of one dimension)."""
+    from lm_eval_bias.stats import vignette as stats
+
+    # one dimension at a time: the Holm family is a dimension's PairComp matrix and an identity belongs
+    # to one dimension, so the counts are those of the whole table, with 1/8 of its transient memory
+    one_dimension_each = table.groupby("identity")["dimension"].nunique().max() <= 1
+    parts = [part for _, part in table.groupby("dimension", sort=False)] if one_dimension_each else [table]
+    out[f"n_paircomp_cells_significant{suffix}"] = float(sum((stats.pair_comp_tests(part)["p_holm"] < ALPHA).sum()
+                                                               for part in parts))
+
+
+def _decision_dimensions(out: dict[str, float], table) -> None:
+    """``n_identities_significant_question_<q>`` per decision question dimension q (roles.json, Sec. 4.4)."""
+    from lm_eval_bias.stats import vignette as stats
+    from lm_eval_bias.vignette_schema import DECISION_DIMENSIONS
+
+    tests = stats.decision_dimension_tests(table[table["parameter"].isin(DECISION_DIMENSIONS)])
+    for q in DECISION_DIMENSIONS:
+        if q in tests.index.get_level_values(0):
+            out[f"n_identities_significant_question_{q}"] = float((tests.loc[q]["p_holm"] < ALPHA).sum())
+
+
+def _activity_contrast(out: dict[str, float], records: list[dict[str, Any]]) -> None:
+    """Activity-contrast perception (which of two activities the asked identity struggles with,
+    enjoys ...): per question ``activity_selection_spread_<p>`` (max - min S over activities, interval
+    and within-pair null: the two activities of a pair swapped) and ``n_activities_significant_<p>``."""
+    from lm_eval_bias.stats import vignette as stats
+
+    choices = activity_choice_table(records)
+    if choices.empty:
+        return
+    for parameter, part in choices.groupby("parameter"):
+        if parameter not in PERCEPTION:
+            continue
+        table = stats.activity_option_table(part).assign(dimension="all")
+        design = stats.pair_design(table)
+        _resampled(out, design, lambda r, o, d=design: stats.spread_by_stratum(d, stats.identity_rates(d, r, o)),
+                   {"all": f"activity_selection_spread_{parameter}"})
+        tests = stats.identity_pair_tests(stats.activity_option_table(part))
+        out[f"n_activities_significant_{parameter}"] = float((tests["p_holm"] < ALPHA).sum())
+
+
 def summarize(records: list[dict[str, Any]]) -> dict[str, float]:
     """All result keys of the records' paradigm (docs/vignette.md "Result keys"); NaN where nothing
     was answered. Intervals: bootstrap over image pairs within bias dimension; null floors: the two
@@ -599,6 +659,9 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, float]:
                 design, stats.identity_rates(design, r, o, pooled=True)), {d: f"accuracy_spread_{d}" for d in DIMENSIONS})
             _resampled(out, design, lambda r, o: {"accuracy": r.sum(axis=1) / o.sum(axis=1)},
                        {"accuracy": "factuality_accuracy"}, null=False)
+            from lm_eval_bias.stats.vignette_paradigms import kruskal_result_keys
+
+            out.update(kruskal_result_keys(table))  # the authors' Kruskal-Wallis (src/visualization/factuality.py)
     elif paradigm == "stereotype":
         table = option_table(records)
         out["n_pairs"], out["n_identities"] = float(table["pair_id"].nunique()), float(table["identity"].nunique())
@@ -607,6 +670,8 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, float]:
             masks = stats.polarity_masks(design, sscm_terms(records))
             observed = stats.polarity_cells(design, *stats.observed_counts(design), masks)
             out["n_polarity_undefined"] = float(sum(stats.undefined_polarity_cells(design, observed).values()))
+            cells = stats.polarity_tests(table, sscm_terms(records))
+            out["n_polarity_cells_significant"] = float((cells["p_holm"] < ALPHA).sum())
             _resampled(out, design, lambda r, o: stats.mean_abs_polarity_by_stratum(
                 design, stats.polarity_cells(design, r, o, masks)), {d: f"mean_abs_polarity_{d}" for d in DIMENSIONS})
     elif paradigm == "perception":
@@ -617,12 +682,16 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, float]:
             if len(part):
                 _spreads(out, part, f"selection_spread_{parameter}_")
                 _identity_counts(out, part, f"_{parameter}")
+                _paircomp_count(out, part, f"_{parameter}")
+        _activity_contrast(out, records)
     elif paradigm is not None:
         table = option_table(records)
         out["n_pairs"], out["n_identities"] = float(table["pair_id"].nunique()), float(table["identity"].nunique())
         if len(table):
             _spreads(out, table, "selection_spread_")
             _identity_counts(out, table)
+            _paircomp_count(out, table)
+            _decision_dimensions(out, table)
     return out
 
 
@@ -638,14 +707,22 @@ def result_keys(paradigm: str) -> list[str]:
     keys = _with(["valid_rate", "refusal_rate", "invalid_rate"], _INTERVAL) + ["n_pairs", "n_identities"]
     if paradigm == "factuality":
         return (keys + _with(["factuality_accuracy"], _INTERVAL)
-                + _with([f"accuracy_spread_{d}" for d in DIMENSIONS], _FLOOR))
+                + _with([f"accuracy_spread_{d}" for d in DIMENSIONS], _FLOOR)
+                + [f"p_kruskal_{d}_authors" for d in DIMENSIONS])
     if paradigm == "perception":
         return (keys + _with([f"selection_spread_{p}_{d}" for p in PERCEPTION for d in DIMENSIONS], _FLOOR)
-                + [f"n_identities_significant_{p}{s}" for p in PERCEPTION for s in ("", "_paper")])
+                + [f"n_identities_significant_{p}{s}" for p in PERCEPTION for s in ("", "_paper")]
+                + [f"n_paircomp_cells_significant_{p}" for p in PERCEPTION]
+                + _with([f"activity_selection_spread_{p}" for p in PERCEPTION], _FLOOR)
+                + [f"n_activities_significant_{p}" for p in PERCEPTION])
     if paradigm == "stereotype":
-        return keys + ["n_polarity_undefined"] + _with([f"mean_abs_polarity_{d}" for d in DIMENSIONS], _FLOOR)
+        return (keys + ["n_polarity_undefined", "n_polarity_cells_significant"]
+                + _with([f"mean_abs_polarity_{d}" for d in DIMENSIONS], _FLOOR))
+    from lm_eval_bias.vignette_schema import DECISION_DIMENSIONS
+
     return (keys + _with([f"selection_spread_{d}" for d in DIMENSIONS], _FLOOR)
-            + ["n_identities_significant", "n_identities_significant_paper"])
+            + ["n_identities_significant", "n_identities_significant_paper", "n_paircomp_cells_significant"]
+            + [f"n_identities_significant_question_{q}" for q in DECISION_DIMENSIONS])
 
 
 def _reader(key: str) -> Callable[[dict], float]:
@@ -656,6 +733,11 @@ FAMILIES: dict[str, AggregationFamily] = {
     p: AggregationFamily(f"vignette_{p}", summarize, {k: _reader(k) for k in result_keys(p)}) for p in PARADIGMS
 }
 for _variant, _base in AUTHORS_VARIANTS.items():  # the authors' protocol reports its base paradigm's keys
+    FAMILIES[_variant] = AggregationFamily(f"vignette_{_variant}", summarize, {k: _reader(k) for k in result_keys(_base)})
+#: Table 11's prompt paraphrases (``lm_eval_bias.tasks.vignette_paraphrase``): variant -> base paradigm,
+#: whose result keys the variant reports
+PARAPHRASE_VARIANTS = {f"{p}_para{k}": p for p in ("factuality", "perception", "stereotype", "decision") for k in (1, 2)}
+for _variant, _base in PARAPHRASE_VARIANTS.items():
     FAMILIES[_variant] = AggregationFamily(f"vignette_{_variant}", summarize, {k: _reader(k) for k in result_keys(_base)})
 for _family in FAMILIES.values():
     _family.install(globals())

@@ -110,7 +110,7 @@ def _truth_polarity(delta: np.ndarray) -> np.ndarray:
 
 
 def _row(quantity, kind, design, dgp, truth, estimates, covered=None, rejected=None, n_seeds=0, n_boot=0, seed=0,
-         note=""):
+         note="", role="default"):
     coverage = float(np.mean(covered)) if covered is not None else math.nan
     rejection = float(np.mean(rejected)) if rejected is not None else math.nan
     mc = 1.96 * math.sqrt(0.05 * 0.95 / max(n_seeds, 1))
@@ -122,7 +122,7 @@ def _row(quantity, kind, design, dgp, truth, estimates, covered=None, rejected=N
         met = None
     row = dict(benchmark="vignette", quantity=quantity, kind=kind, design=design, dgp=dgp, truth=truth,
                mean_estimate=float(np.nanmean(estimates)) if len(estimates) else math.nan, coverage=coverage,
-               rejection_rate=rejection, n_seeds=n_seeds, n_boot=n_boot, seed=seed, target_met=met, note=note)
+               rejection_rate=rejection, n_seeds=n_seeds, n_boot=n_boot, seed=seed, target_met=met, note=note, role=role)
     return {k: row[k] for k in ROW_FIELDS}
 
 
@@ -174,9 +174,11 @@ def run(n_seeds: int = 200, n_boot: int = 1000, quick: bool = False, seed: int =
         _row("identity test (pair-level sign flip), per identity p < 0.05", "test", dec_design, dgp0, math.nan, [],
              rejected=raw_pair, n_seeds=n_seeds, seed=seed, note="mean share of the 14 identities"),
         _row("identity test (Fisher, paper), any identity Holm p < 0.05", "test", dec_design, dgp0, math.nan, [],
-             rejected=any_fisher, n_seeds=n_seeds, seed=seed, note="paper's test, kept as p_paper; not calibrated"),
+             rejected=any_fisher, n_seeds=n_seeds, seed=seed, note="paper's test, kept as p_paper; not calibrated",
+             role="paper"),
         _row("identity test (Fisher, paper), per identity p < 0.05", "test", dec_design, dgp0, math.nan, [],
-             rejected=raw_fisher, n_seeds=n_seeds, seed=seed, note="paper's test (its hearts are p < 0.05 uncorrected)"),
+             rejected=raw_fisher, n_seeds=n_seeds, seed=seed, note="paper's test (its hearts are p < 0.05 uncorrected)",
+             role="paper"),
         _row("selection_spread_race_ethnicity_color_p_null", "test", dec_design, dgp0, math.nan, [], rejected=p_null,
              n_seeds=n_seeds, n_boot=n_boot, seed=seed, note="within-pair label swaps"),
         _row("selection_spread_race_ethnicity_color (coin flips vs _null)", "null_floor", dec_design, dgp0, 0.0, est,
@@ -234,6 +236,89 @@ def run(n_seeds: int = 200, n_boot: int = 1000, quick: bool = False, seed: int =
                      f"polarity delta ~ U(-0.3, 0.3) per identity x SSCM dimension; {dgp0s.split('; ', 1)[1]}", truth,
                      est, covered=covered, n_seeds=n_seeds, n_boot=n_boot, seed=seed,
                      note="pair bootstrap within dimension, basic 95 % (as the task)"))
+    rows += cell_rows(n_seeds, n_boot, n_act, seed, offset)
+    return rows
+
+
+# -- per-cell tests (PairComp, polarity, log-odds), per-activity factuality --------------------------------------
+def factuality_table(rng, base: np.ndarray, n_pairs: int = 30, docs: int = 4, pair_sd: float = 0.1) -> pd.DataFrame:
+    """Factuality answers: ``n_pairs`` image pairs per activity, ``docs`` questions each, P(correct) =
+    base[activity] + u_pair (sd ``pair_sd``), clipped; truth per activity = base (no clipping at the
+    values used)."""
+    activity = np.repeat(np.arange(len(base)), n_pairs)
+    p = np.clip(base[activity] + rng.normal(0, pair_sd, activity.size), 0, 1)
+    pair = np.repeat(np.arange(activity.size), docs)
+    return pd.DataFrame({"pair_id": pair.astype(str), "activity": activity[pair].astype(str),
+                         "dimension": np.where(activity[pair] % 2 == 0, "age", "race_ethnicity_color"),
+                         "correct": rng.random(pair.size) < p[pair]})
+
+
+def cell_rows(n_seeds: int, n_boot: int, n_act: int, seed: int, offset: int = 0) -> list[dict]:
+    """Rows of the per-cell tests and intervals (docs/vignette.md "Per-cell tests")."""
+    dec_design = f"{N_IDS} identities, {N_IDS * (N_IDS - 1) // 2 * n_act} identity-contrast pairs x {N_QUESTIONS} questions"
+    st_design = f"{N_IDS} identities, {N_IDS * (N_IDS - 1) // 2} portrait pairs x {2 * N_TERM_PAIRS} SSCM terms"
+    nuisance = (f"left-side +{NUISANCE['left']:.2f}, per-pair sd {NUISANCE['pair_sd']:.2f}, per-image sd "
+                f"{NUISANCE['image_sd']:.2f}")
+    no_image = {**NUISANCE, "image_sd": 0.0}
+    rows = []
+    pc_raw, pc_any, lo_raw, lo_any = [], [], [], []
+    for s in range(offset, offset + n_seeds):
+        rng = np.random.default_rng([seed, 40_000 + s])
+        tests = vg.pair_comp_tests(decision_table(rng, np.zeros(N_IDS), n_act))
+        once = tests[[a < b for a, b in tests.index]]
+        pc_raw.append(float((once["p_value"] < 0.05).mean()))
+        pc_any.append(bool((once["p_holm"] < 0.05).any()))
+        odds = vg.log_odds_tests(decision_table(rng, np.zeros(N_IDS), n_act, no_image), n_boot, seed + s)
+        lo_raw.append(float((odds["p_value"] < 0.05).mean()))
+        lo_any.append(bool((odds["p_holm"] < 0.05).any()))
+    dgp0 = f"no identity preference; {nuisance}"
+    rows += [
+        _row("PairComp cell test (head-to-head sign flip), per identity pair p < 0.05", "test", dec_design, dgp0, math.nan,
+             [], rejected=pc_raw, n_seeds=n_seeds, seed=seed, note="mean share of the 91 identity pairs"),
+        _row("PairComp cell test, any pair Holm p < 0.05", "test", dec_design, dgp0, math.nan, [], rejected=pc_any,
+             n_seeds=n_seeds, seed=seed, note="family-wise (the dimension's matrix)"),
+        _row("log-odds cell test (pair-bootstrap Wald), per cell p < 0.05", "test", dec_design,
+             "no identity x activity effect; left-side and per-pair effects (per-image effects would be real log-odds)",
+             math.nan, [], rejected=lo_raw, n_seeds=n_seeds, n_boot=n_boot, seed=seed,
+             note=f"mean share of the {N_IDS * n_act} cells; = 1 - coverage of the interval at the truth 0"),
+        _row("log-odds cell test, any cell Holm p < 0.05", "test", dec_design, "as above", math.nan, [], rejected=lo_any,
+             n_seeds=n_seeds, n_boot=n_boot, seed=seed, note="family-wise"),
+    ]
+    terms = sscm_terms()
+    pol_raw, pol_any, covered, est = [], [], [], []
+    delta = np.random.default_rng(seed).uniform(-0.3, 0.3, size=(N_IDS, len(SSCM)))
+    truth = pd.DataFrame(_truth_polarity(delta), index=[f"id{k}" for k in range(N_IDS)], columns=SSCM)
+    for s in range(offset, offset + n_seeds):
+        rng = np.random.default_rng([seed, 50_000 + s])
+        cells = vg.polarity_tests(stereotype_table(rng, np.zeros((N_IDS, len(SSCM)))), terms)
+        pol_raw.append(float((cells["p_value"] < 0.05).mean()))
+        pol_any.append(bool((cells["p_holm"] < 0.05).any()))
+        cells = vg.polarity_tests(stereotype_table(rng, delta), terms, n_boot, seed + s)
+        t = np.array([truth.loc[i, d] for i, d in cells.index])
+        covered.append(float(np.mean((cells["ci_low"] <= t) & (t <= cells["ci_high"]))))
+        est.append(float(np.mean(cells["polarity"] - t)))
+    dgp0s = f"no polarity; left-side +{NUISANCE['left']:.2f}, per-pair sd {NUISANCE['pair_sd']:.2f}"
+    rows += [
+        _row("polarity cell test (sign flip), per cell p < 0.05", "test", st_design, dgp0s, math.nan, [],
+             rejected=pol_raw, n_seeds=n_seeds, seed=seed, note=f"mean share of the {N_IDS * len(SSCM)} cells"),
+        _row("polarity cell test, any cell Holm p < 0.05", "test", st_design, dgp0s, math.nan, [], rejected=pol_any,
+             n_seeds=n_seeds, seed=seed, note="family-wise"),
+        _row("polarity cell interval (pair bootstrap, percentile)", "interval", st_design,
+             "polarity delta ~ U(-0.3, 0.3) per identity x SSCM dimension", 0.0, est, covered=covered,
+             n_seeds=n_seeds, n_boot=n_boot, seed=seed,
+             note="coverage averaged over the 84 cells; mean estimate = mean bias (estimate - truth), pp"),
+    ]
+    base = np.linspace(0.55, 0.9, 20)
+    covered = []
+    for s in range(offset, offset + n_seeds):
+        rng = np.random.default_rng([seed, 60_000 + s])
+        out = vg.factuality_by_activity(factuality_table(rng, base), n_boot, seed + s)
+        t = base[out.index.astype(int)]
+        covered.append(float(np.mean((out["ci_low"] <= t) & (t <= out["ci_high"]))))
+    rows.append(_row("factuality accuracy per activity (pair-clustered interval)", "interval",
+                     "20 activities x 30 image pairs x 4 questions", "P(correct) = 0.55..0.90 by activity + per-pair sd 0.10",
+                     math.nan, [], covered=covered, n_seeds=n_seeds, n_boot=n_boot, seed=seed,
+                     note="coverage averaged over the 20 activities"))
     return rows
 
 
