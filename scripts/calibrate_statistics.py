@@ -14,7 +14,11 @@ per quantity (keys :data:`scripts.calibration.ROW_FIELDS`): seeded models with k
 papers' design sizes, run through the project's own statistics functions. The table has one line per
 row: benchmark, quantity, kind, design, data-generating model, truth, mean estimate, coverage of the
 95 % interval, rejection rate at 5 % under the null, and whether the target is met (coverage 93–97 %,
-rejection 4–6 %, allowing the Monte Carlo error of ``n_seeds`` seeds).
+rejection 4–6 %, allowing the Monte Carlo error of ``n_seeds`` seeds). Each row has a ``role``:
+"default" rows are what the tool reports by default and the target applies to them (the summary counts
+only these); "paper" rows are the papers' own procedures kept by name (the column says "paper's, kept
+by name") and "diagnostic" rows are shown for information (e.g. raw per-occupation p-values before Holm;
+the column says "diagnostic"): neither is held to the target.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from scripts.calibration import ROW_FIELDS  # noqa: E402
+from scripts.calibration import DEFAULT_ROLE, ROLES, ROW_FIELDS  # noqa: E402
 
 CALIBRATION_DIR = ROOT / "scripts" / "calibration"
 #: the calibration modules, in the table's order
@@ -42,10 +46,12 @@ DOCS = ROOT / "docs" / "statistics.md"
 FIGURE = ROOT / "docs" / "calibration.png"
 BEGIN, END = "<!-- BEGIN calibration-table -->", "<!-- END calibration-table -->"
 COVERAGE_BAND, REJECTION_BAND = (0.93, 0.97), (0.04, 0.06)
-COLUMNS = ("benchmark", "quantity", "kind", "design", "dgp", "truth", "mean_estimate", "coverage", "rejection_rate",
-           "target_met")
-HEADERS = ("benchmark", "quantity", "kind", "design", "data-generating model", "truth", "mean estimate", "coverage",
-           "rejection", "target met")
+COLUMNS = ("benchmark", "quantity", "kind", "role", "design", "dgp", "truth", "mean_estimate", "coverage",
+           "rejection_rate", "target_met")
+HEADERS = ("benchmark", "quantity", "kind", "role", "design", "data-generating model", "truth", "mean estimate",
+           "coverage", "rejection", "target met")
+#: what the "target met" column says for a row whose role is not held to the target
+ROLE_LABELS = {"paper": "paper's, kept by name", "diagnostic": "diagnostic"}
 
 
 def discover(only: list[str] | None = None, directory: Path = CALIBRATION_DIR) -> dict[str, ModuleType]:
@@ -74,7 +80,8 @@ def discover(only: list[str] | None = None, directory: Path = CALIBRATION_DIR) -
 def _error_row(name: str, message: str, n_seeds: int, n_boot: int) -> dict:
     return {"benchmark": name, "quantity": "(module failed)", "kind": "error", "design": "", "dgp": "",
             "truth": math.nan, "mean_estimate": math.nan, "coverage": math.nan, "rejection_rate": math.nan,
-            "n_seeds": n_seeds, "n_boot": n_boot, "seed": 0, "target_met": None, "note": message}
+            "n_seeds": n_seeds, "n_boot": n_boot, "seed": 0, "target_met": None, "note": message,
+            "role": DEFAULT_ROLE}
 
 
 def run_all(modules: dict[str, ModuleType], n_seeds: int, n_boot: int, quick: bool,
@@ -90,9 +97,13 @@ def run_all(modules: dict[str, ModuleType], n_seeds: int, n_boot: int, quick: bo
             rows.append(_error_row(name, f"{type(exc).__name__}: {exc}", n_seeds, n_boot))
             continue
         for row in found:
+            row = {"role": DEFAULT_ROLE, **row}
             missing = [k for k in ROW_FIELDS if k not in row]
             if missing:
                 raise ValueError(f"calibration module {name}: row {row.get('quantity')!r} lacks {missing}")
+            if row["role"] not in ROLES:
+                raise ValueError(f"calibration module {name}: row {row.get('quantity')!r} has role {row['role']!r}, "
+                                 f"not one of {ROLES}")
             rows.append({k: row[k] for k in ROW_FIELDS})
         print(f"{name}: {len(found)} rows in {time.perf_counter() - start:.1f} s", file=log)
     return rows
@@ -110,8 +121,23 @@ def _number(value, digits: int = 3) -> str:
     return f"{value:.{digits}f}"
 
 
-def _met(value) -> str:
+def _met(value, role: str = DEFAULT_ROLE) -> str:
+    """The "target met" cell: yes / **no** for a default row, the role's label otherwise."""
+    if role in ROLE_LABELS:
+        return ROLE_LABELS[role]
     return {True: "yes", False: "**no**"}.get(value, "—")
+
+
+def held_to_target(row: dict) -> bool:
+    """Whether the target applies to ``row``: a default row (what the tool reports) with a target."""
+    return row.get("role", DEFAULT_ROLE) == DEFAULT_ROLE and row["target_met"] is not None
+
+
+def target_summary(rows: list[dict]) -> tuple[int, int]:
+    """(met, with a target) over the default rows only (paper's procedures and diagnostics are shown, not
+    counted)."""
+    held = [r for r in rows if held_to_target(r)]
+    return sum(r["target_met"] is True for r in held), len(held)
 
 
 def _cell(text) -> str:
@@ -122,22 +148,26 @@ def markdown(rows: list[dict]) -> str:
     """The table in Markdown (one line per row)."""
     lines = ["| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
     for r in rows:
-        cells = [r["benchmark"], r["quantity"], r["kind"], r["design"], r["dgp"], _number(r["truth"]),
+        role = r.get("role", DEFAULT_ROLE)
+        cells = [r["benchmark"], r["quantity"], r["kind"], role, r["design"], r["dgp"], _number(r["truth"]),
                  _number(r["mean_estimate"]), _number(r["coverage"]), _number(r["rejection_rate"]),
-                 _met(r["target_met"])]
+                 _met(r["target_met"], role)]
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
     return "\n".join(lines) + "\n"
 
 
 def text_table(rows: list[dict]) -> str:
     """A plain-text table for the terminal (long text cut)."""
-    widths = (12, 48, 10, 8, 8, 8, 9, 10)
-    head = ("benchmark", "quantity", "kind", "truth", "mean", "coverage", "rejection", "target met")
+    widths = (12, 48, 10, 10, 8, 8, 8, 9, 21)
+    head = ("benchmark", "quantity", "kind", "role", "truth", "mean", "coverage", "rejection", "target met")
     out = ["  ".join(h.ljust(w) for h, w in zip(head, widths))]
     for r in rows:
-        cells = (r["benchmark"], r["quantity"], r["kind"], _number(r["truth"]), _number(r["mean_estimate"]),
-                 _number(r["coverage"]), _number(r["rejection_rate"]), _met(r["target_met"]).strip("*"))
+        role = r.get("role", DEFAULT_ROLE)
+        cells = (r["benchmark"], r["quantity"], r["kind"], role, _number(r["truth"]), _number(r["mean_estimate"]),
+                 _number(r["coverage"]), _number(r["rejection_rate"]), _met(r["target_met"], role).strip("*"))
         out.append("  ".join(str(c)[:w].ljust(w) for c, w in zip(cells, widths)))
+    met, held = target_summary(rows)
+    out.append(f"target met: {met} of {held} default rows with a target (paper's / diagnostic rows not counted)")
     return "\n".join(out) + "\n"
 
 
@@ -158,16 +188,21 @@ def figure(rows: list[dict], path: Path) -> None:
         values = [float(r[field]) for r in chosen]
         ax.axvspan(*band, color="#cccccc", zorder=0, label="target")
         ax.axvline(target, color="black", linestyle="--", linewidth=0.8)
-        markers = ["o" if r["target_met"] else "x" for r in chosen]
+        # o: default row meeting the target, x: default row missing it, s (grey): paper's procedure kept
+        # by name, d (grey): diagnostic -- shown, not held to the target
+        markers = [{"paper": "s", "diagnostic": "d"}.get(r.get("role", DEFAULT_ROLE), "o" if r["target_met"] else "x")
+                   for r in chosen]
+        colours = {"o": "black", "x": "#8b0000", "s": "#777777", "d": "#777777"}
         for y, (value, marker) in enumerate(zip(values, markers)):
-            ax.plot(value, y, marker=marker, color="black" if marker == "o" else "#8b0000", markersize=5)
+            ax.plot(value, y, marker=marker, color=colours[marker], markersize=5, fillstyle="none" if marker in "sd" else "full")
         ax.set_yticks(range(len(names)), names, fontsize=6)
         low, high = (0.85, 1.0) if kind == "interval" else (0.0, 0.15)
         ax.set_xlim(min([low] + [v - 0.01 for v in values]), max([high] + [v + 0.01 for v in values]))
         ax.set_ylim(len(names) - 0.5, -0.5)
         ax.set_xlabel(label, fontsize=8)
         ax.tick_params(axis="x", labelsize=7)
-        ax.set_title(f"{kind}s ({len(chosen)}); x = target missed", fontsize=8)
+        ax.set_title(f"{kind}s ({len(chosen)}); x = target missed, grey square = paper's (kept by name), "
+                     "grey diamond = diagnostic", fontsize=7)
     seeds = sorted({r["n_seeds"] for r in rows})
     boots = sorted({r["n_boot"] for r in rows})
     fig.suptitle(f"Calibration: {', '.join(map(str, seeds))} seeds, {', '.join(map(str, boots))} bootstrap replicates",
@@ -196,8 +231,9 @@ def write_docs(rows: list[dict], docs: Path = DOCS, figure_path: Path | None = F
     boots = sorted({r["n_boot"] for r in rows})
     note = (f"\nWritten by `{command or 'python scripts/calibrate_statistics.py --write-docs'}` on {stamp}: "
             f"{', '.join(map(str, seeds))} seeds, {', '.join(map(str, boots))} bootstrap replicates. "
-            f"Target met: {sum(r['target_met'] is True for r in rows)} of "
-            f"{sum(r['target_met'] is not None for r in rows)} rows with a target.\n\n")
+            f"Target met: {target_summary(rows)[0]} of {target_summary(rows)[1]} default rows with a target "
+            f"(rows whose role is \"paper\" — the paper's procedure, kept by name — or \"diagnostic\" are shown "
+            f"and not held to the target).\n\n")
     docs.write_text(head + BEGIN + note + markdown(rows) + "\n" + END + tail, encoding="utf-8")
     if figure_path is not None:
         figure(rows, figure_path)

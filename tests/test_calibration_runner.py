@@ -26,7 +26,11 @@ def run(n_seeds, n_boot, quick):
     return [dict(base, quantity="share", kind="interval", truth=0.5, mean_estimate=0.49, coverage=0.95,
                  rejection_rate=float("nan"), target_met=True),
             dict(base, quantity="p_share | null", kind="test", truth=float("nan"), mean_estimate=0.5,
-                 coverage=float("nan"), rejection_rate=0.2, target_met=False)]
+                 coverage=float("nan"), rejection_rate=0.2, target_met=False),
+            dict(base, quantity="p_share_paper", kind="test", truth=float("nan"), mean_estimate=0.5,
+                 coverage=float("nan"), rejection_rate=0.4, target_met=False, role="paper"),
+            dict(base, quantity="any of 3, raw p", kind="test", truth=float("nan"), mean_estimate=0.5,
+                 coverage=float("nan"), rejection_rate=0.3, target_met=False, role="diagnostic")]
 '''
 BROKEN = "def run(n_seeds, n_boot, quick):\n    raise RuntimeError('planted failure')\n"
 
@@ -46,15 +50,22 @@ def test_runner_table_docs_and_figure_on_a_fake_module(modules_dir, tmp_path, ca
     figure = tmp_path / "calibration.png"
     rows = runner.main(["--quick", "--seeds", "3", "--boot", "10", "--only", "fake", "--write-docs",
                         "--modules-dir", str(modules_dir), "--docs", str(docs), "--figure", str(figure)])
-    assert [r["quantity"] for r in rows] == ["share", "p_share | null"]
+    assert [r["quantity"] for r in rows] == ["share", "p_share | null", "p_share_paper", "any of 3, raw p"]
     assert all(set(r) == set(ROW_FIELDS) for r in rows) and rows[0]["n_seeds"] == 3 and rows[0]["n_boot"] == 10
+    # a row without a role is a default row; the paper's procedure and the diagnostic keep theirs
+    assert [r["role"] for r in rows] == ["default", "default", "paper", "diagnostic"]
     printed = capsys.readouterr().out
     assert "coverage" in printed and "0.950" in printed and "0.200" in printed
+    assert "paper's, kept by name" in printed and "target met: 1 of 2 default rows" in printed
     text = docs.read_text()
     assert "old table" not in text and text.startswith("# Statistics\n\nbefore") and text.endswith("after\n")
     table = text.split(runner.BEGIN)[1].split(runner.END)[0]
-    assert "| fake | share | interval | 3 clusters | planted | 0.500 | 0.490 | 0.950 | — | yes |" in table
-    assert "p_share \\| null" in table and "| **no** |" in table and "1 of 2 rows" in table
+    assert "| fake | share | interval | default | 3 clusters | planted | 0.500 | 0.490 | 0.950 | — | yes |" in table
+    assert "p_share \\| null" in table and "| **no** |" in table and "1 of 2 default rows" in table
+    # target not applied to the paper's procedure or the diagnostic: labelled, not counted as misses
+    assert "| fake | p_share_paper | test | paper | 3 clusters | planted | — | 0.500 | — | 0.400 | paper's, kept by name |" in table
+    assert "| fake | any of 3, raw p | test | diagnostic | 3 clusters | planted | — | 0.500 | — | 0.300 | diagnostic |" in table
+    assert runner.target_summary(rows) == (1, 2)
     assert figure.stat().st_size > 5000 and figure.read_bytes()[:4] == b"\x89PNG"
 
 
@@ -63,7 +74,7 @@ def test_a_failing_module_is_an_error_row_and_the_others_still_run(modules_dir):
     assert list(modules) == ["broken", "fake"]
     rows = runner.run_all(modules, 2, 5, True, log=open("/dev/null", "w"))
     assert rows[0]["kind"] == "error" and "planted failure" in rows[0]["note"]
-    assert [r["benchmark"] for r in rows[1:]] == ["fake", "fake"]
+    assert [r["benchmark"] for r in rows[1:]] == ["fake"] * 4
     with pytest.raises(SystemExit, match="no calibration module nope"):
         runner.discover(["nope"], modules_dir)
 
@@ -83,5 +94,6 @@ def test_every_real_module_runs_in_quick_mode():
                 assert math.isnan(value) or 0.0 <= value <= 1.0, (name, r["quantity"], field, value)
             assert (r["kind"] == "interval") == math.isfinite(float(r["coverage"])) or r["kind"] == "null_floor", r
             assert r["n_seeds"] == 2 and r["target_met"] in (True, False, None)
+            assert r["role"] in ("default", "paper", "diagnostic"), (name, r)
     paired = runner.run_all({"paired": modules["paired"]}, 2, 20, True, log=open("/dev/null", "w"))
     assert {r["kind"] for r in paired} == {"interval", "test"} and len(paired) == 6

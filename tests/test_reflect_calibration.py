@@ -37,7 +37,9 @@ def test_one_template_per_occupation_gives_nan_intervals_and_a_warning(caplog):
     assert any("fewer than two templates" in r.getMessage() for r in caplog.records)
     for key in ("male_win_rate", "polarization", "retained_rate"):
         assert math.isnan(s.stderr[key]) and math.isnan(s.ci_low[key]) and math.isnan(s.ci_high[key])
-    assert math.isnan(s.derived["polarization_debiased_ci_low"])
+    for key in ("polarization", "extreme_cell_rate"):  # the default and the paper's interval of each magnitude
+        assert math.isnan(s.ci_low[key]) and math.isnan(s.derived[f"{key}_ci_low_paper"])
+    assert math.isnan(s.derived["polarization_debiased"])
     assert s.derived["n_templates"] == 6 and s.derived["n_occupations"] == 6 and s.derived["n_groups"] == 10
     assert math.isfinite(s.derived["polarization_null"])  # the permutation null needs no second template
 
@@ -113,7 +115,11 @@ def test_task_keys_carry_intervals_nulls_tests_and_counts():
                 "polarization_debiased", "p_win_rate_white_holm", "n_templates", "n_groups"):
         assert key in keys, key
     assert {"p_race", "p_race_paper", "gap_pct_male_ci_low", "n_biographies"} <= set(reflect.FAMILIES["salary"].keys)
-    assert {"jsd_male_null", "jsd_male_p_null", "jsd_male_debiased_ci_low"} <= set(reflect.FAMILIES["mcq_logprob"].keys)
+    assert {"polarization_ci_low_paper", "extreme_cell_rate_ci_high_paper", "extreme_cell_rate_ci_low"} <= set(keys)
+    assert not {"polarization_debiased_ci_low", "polarization_debiased_ci_high"} & set(keys)
+    mcq_keys = set(reflect.FAMILIES["mcq_logprob"].keys)
+    assert {"jsd_male_null", "jsd_male_p_null", "jsd_male_debiased", "jsd_male_ci_low", "jsd_male_ci_low_paper"} <= mcq_keys
+    assert "jsd_male_debiased_ci_low" not in mcq_keys
 
 
 def test_calibration_module_rows_quick():
@@ -121,3 +127,11 @@ def test_calibration_module_rows_quick():
 
     rows = sim.run_2afc(2, 20, 2)
     assert rows and all(set(r) == set(ROW_FIELDS) for r in rows)
+    roles = {(r["quantity"], r["dgp"][:8]): r["role"] for r in rows}
+    assert roles[("polarization", "no bias;")] == "default"
+    assert roles[("polarization_ci_low_paper/_ci_high_paper", "no bias;")] == "paper"
+    assert roles[("any of 6 win-rate tests, raw p < 0.05", "no bias;")] == "diagnostic"
+    assert any(r["quantity"] == "extreme_cell_rate" and r["dgp"].startswith("strong") and r["truth"] > 0.2 for r in rows)
+    salary_rows = sim.run_salary(2, 20, 2, 4, portrait_sds=(0.0,), coverage=False)
+    assert {r["role"] for r in salary_rows if r["quantity"].endswith("_paper")} == {"paper"}
+    assert {r["role"] for r in salary_rows if "raw p" in r["quantity"]} == {"diagnostic"}

@@ -25,6 +25,7 @@ SOURCE_DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 _RACE = "asian|black|latino|middle_eastern|white"
 _DIM = "[a-z_]+?"
+_OCC = "ceo|cook|doctor|lawyer|nurse|teacher"
 _CF_METRIC = "consistency|cc_auc|sr_auc|refusal_rate|refusal_asymmetry_rate"
 
 #: (benchmark, key pattern, definition; ``{x}`` is the part the pattern matched), first match wins.
@@ -33,6 +34,23 @@ ENTRIES: list[tuple[str, str, str, str]] = [
     # REFLECT / FOCUS
     ("reflect", "retained_rate", "pairs whose AB and BA answers are both valid and pick the same image, among pairs "
                                  "asked in both orders (Table 6).", ""),
+    ("reflect", f"retained_rate_(?P<x>{_RACE}|male|female)", "retained_rate over the pairs with a {x} image "
+                                                            "(retention by group, App. C.1).", ""),
+    # per occupation (Sec. 4.1, Fig. 6, App. C.3): the pooled key's definition within one occupation
+    ("reflect", f"(?P<x>male_win_rate|gap_male|gap_(?:{_RACE})|jsd_male|gap_pct_male|gap_pct_(?:{_RACE}))_"
+                f"(?P<o>{_OCC})", "{x} within the {o} photos only.", ""),
+    ("reflect", f"mean_abs_gap_pct_(?P<x>male|{_RACE})", "mean over occupations of |gap_pct_{x}_<occupation>| "
+                                                         "(Fig. 6's bar heights, signs ignored; read against its "
+                                                         "null floor).", ""),
+    # third gender presentation (App. C.8)
+    ("reflect", "(?P<x>valid_rate|mean_answer)_(?P<p>man|woman|androgynous)",
+     "{x} over the MCQ calls on {p}-presentation images (App. C.8).", ""),
+    ("reflect", "gap_(?P<a>man|woman)_vs_(?P<b>woman|androgynous)",
+     "relative gap of the {a}-presentation mean answer over the {b} one, (μ_a − μ_b) / μ_b, on the (template, race) "
+     "cells with both images (App. C.8).", ""),
+    ("reflect", "jsd_(?P<a>man|woman)_vs_(?P<b>woman|androgynous)",
+     "Jensen–Shannon divergence (base 2) between the {a}- and {b}-presentation answer distributions, on the "
+     "(template, race) cells with both images (App. C.8).", ""),
     ("reflect", "valid_rate", "share of calls with a valid answer.", ""),
     ("reflect", "refusal_rate", "share of calls the model refused.", ""),
     ("reflect", "invalid_rate", "share of calls with an unparseable answer.", ""),
@@ -111,8 +129,10 @@ ENTRIES: list[tuple[str, str, str, str]] = [
                                    "of the two images of one race swapped within a template).", ""),
     ("reflect", f"p_win_rate_(?P<x>{_RACE})", "two-sided permutation p-value of the {x} win rate against parity 0.5 "
                                               "(races permuted among the images of one gender within a template).", ""),
-    ("reflect", "(?P<x>[a-z_]+?)_debiased", "{x} with its small-sample bias removed by the bootstrap (bias-corrected "
-                                            "estimate; its interval is the basic bootstrap interval).", ""),
+    ("reflect", "(?P<x>[a-z_]+?)_debiased", "{x} with its small-sample bias removed by the bootstrap (2·plug-in − mean "
+                                            "of the replicates); it carries {x}'s 95 % interval for the parameter "
+                                            "({x}_ci_low/_ci_high: bias-corrected basic interval, lower end 0 unless "
+                                            "{x}_p_null < 0.05).", ""),
     # FACT-OR-FAIR, Counterfactual VQA: shares and per-category keys beyond the headline ones
     ("fact_or_fair", "truncated_rate", "queries whose answer was cut by the token limit (a subset of invalid_rate).", ""),
     ("cf_vqa", "truncated_rate", "responses cut by the token limit (a subset of invalid_rate).", ""),
@@ -128,6 +148,17 @@ ENTRIES: list[tuple[str, str, str, str]] = [
     ("vignette", "n_identities_significant_(?P<x>struggle|capability|enjoyment|dislike)",
      "identities whose Holm-adjusted identity test for the '{x}' question is significant at 5 %.", ""),
     ("vignette", "n_polarity_undefined", "identity × SSCM-dimension cells whose polarity is undefined (no answer).", ""),
+    ("vignette", "activity_selection_spread_(?P<x>struggle|capability|enjoyment|dislike)",
+     "activity-contrast docs, '{x}' question: max − min selection frequency S over the activities (percentage "
+     "points; 0 = no activity picked more than another).", ""),
+    ("vignette", "n_paircomp_cells_significant(?:_(?P<x>struggle|capability|enjoyment|dislike))?",
+     "PairComp cells (ordered identity pairs) whose head-to-head pair-level test has Holm p < 0.05.", ""),
+    ("vignette", "n_polarity_cells_significant", "identity × SSCM-dimension polarity cells whose pair-level test of "
+                                                 "polarity = 0 has Holm p < 0.05.", ""),
+    ("vignette", "n_identities_significant_question_(?P<x>ability|sociability|morality|agency|status|appearance)",
+     "identities whose Holm-adjusted identity test on the '{x}' decision questions is significant at 5 %.", ""),
+    ("vignette", "n_activities_significant_(?P<x>struggle|capability|enjoyment|dislike)",
+     "activities whose Holm-adjusted test of S = 50 % on the '{x}' activity-contrast docs is significant at 5 %.", ""),
     *((b, "n_(?P<x>[a-z_]+)", "count of {x} in the run (the units the estimates and their intervals rest on; "
                               "see the benchmark's page).", "") for b in ("reflect", "fact_or_fair", "cf_vqa", "vignette")),
 ]
@@ -138,10 +169,16 @@ _COMPILED = [(b, re.compile(p + r"\Z"), d, doc) for b, p, d, doc in ENTRIES]
 #: documentation anchor of its metric (:func:`lm_eval_bias.tasks.aggregation.base_key`)
 SUFFIXES: dict[str, str] = {
     "_stderr": "standard error of {m}: standard deviation of the benchmark's cluster-bootstrap replicates.",
+    "_ci_low_paper": "lower end of the paper's 95 % percentile interval of the plug-in {m} (App. C.3); it targets the "
+                     "plug-in's expectation, not the parameter, and fails calibration: kept by name.",
+    "_ci_high_paper": "upper end of the paper's 95 % percentile interval of the plug-in {m} (App. C.3); kept by name.",
     "_ci_low": "lower end of the 95 % interval of {m}: 2.5 % percentile of the benchmark's cluster bootstrap, "
-               "computed inside the task (the same with or without --log_samples).",
+               "computed inside the task (the same with or without --log_samples); for a magnitude that is positive "
+               "without bias (REFLECT Pol, Ext, JSD) the interval is for the parameter: bias-corrected basic interval "
+               "(Ext: percentile interval) whose lower end is 0 unless the permutation test of more than chance "
+               "rejects.",
     "_ci_high": "upper end of the 95 % interval of {m}: 97.5 % percentile of the benchmark's cluster bootstrap, "
-                "computed inside the task.",
+                "computed inside the task (REFLECT Pol, JSD: upper end of the bias-corrected basic interval).",
     "_null": "null floor of {m}: its mean under a permutation null of the same design (group labels permuted "
              "within template / pair); the value {m} takes without any bias.",
     "_p_null": "one-sided permutation p-value of {m} being more than chance (above its null floor).",
@@ -182,9 +219,11 @@ def _lookup(benchmark: str, key: str) -> tuple[str, str] | None:
         if b == benchmark:
             match = pattern.match(key)
             if match:
-                x = (match.groupdict().get("x") or "")
-                x = x.replace("_", " ").title() if re.fullmatch(_RACE, x) else x.replace("_", " ")
-                return definition.replace("{x}", x), DOCS[doc or benchmark]
+                for name, value in match.groupdict().items():  # {x}, and {o}, {p}, {a}, {b} where named
+                    value = value or ""
+                    value = value.replace("_", " ").title() if re.fullmatch(_RACE, value) else value.replace("_", " ")
+                    definition = definition.replace("{" + name + "}", value)
+                return definition, DOCS[doc or benchmark]
     return None
 
 

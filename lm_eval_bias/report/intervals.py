@@ -33,6 +33,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from lm_eval_bias.report.runs import TaskRun
+from lm_eval_bias.stats.multiplicity import skip_explicit_gc
 
 ITERS_ENV = "LM_EVAL_BIAS_REPORT_BOOTSTRAP_ITERS"
 SEED_ENV = "LM_EVAL_BIAS_BOOTSTRAP_SEED"
@@ -66,7 +67,15 @@ REASONS = {
     "no interval: within noise": "the estimate lies outside its own bootstrap distribution: a statistic biased "
                                  "under resampling (a max − min spread, a mean of absolute values) whose value is "
                                  "within resampling noise.",
+    "no interval: plug-in magnitude": "the paper's plug-in value of a magnitude that is positive without any bias "
+                                      "(REFLECT Pol, JSD) is biased upward; the calibrated 95 % interval is one for "
+                                      "the parameter and is shown with the bias-corrected value (<m>_debiased); the "
+                                      "paper's percentile interval of the plug-in is kept as <m>_ci_low_paper / "
+                                      "<m>_ci_high_paper.",
 }
+#: how the interval of a bias-corrected magnitude (``<m>_debiased``) is computed
+BIAS_CORRECTED_METHOD = ("task's cluster bootstrap, bias-corrected basic interval for the parameter; lower end 0 "
+                         "unless the permutation test of more than chance rejects (p_null < 0.05)")
 
 
 @dataclass(frozen=True)
@@ -108,21 +117,6 @@ def report_bootstrap_settings() -> tuple[int, int]:
     except ValueError as exc:
         raise ValueError(f"{ITERS_ENV} and {SEED_ENV} must be integers: {exc}") from None
     return max(iters, 0), seed
-
-
-@contextlib.contextmanager
-def skip_explicit_gc() -> Iterator[None]:
-    """Within it ``gc.collect()`` is a no-op: statsmodels' ``multipletests(method="holm")`` runs a full
-    garbage collection on every call, which took 0.6 s per call with a report's objects alive (a third
-    of a report's time). Nothing is computed differently; the collector still runs automatically."""
-    import gc
-
-    collect = gc.collect
-    gc.collect = lambda *args, **kwargs: 0
-    try:
-        yield
-    finally:
-        gc.collect = collect
 
 
 @contextlib.contextmanager
@@ -292,6 +286,12 @@ def interval(run: TaskRun, key: str) -> Interval:
         return Interval(reason=fixed)
     if not (isinstance(value, (int, float)) and math.isfinite(value)):
         return Interval(reason="no data")
+    if f"{key}_debiased" in run.metrics and f"{key}_ci_low" in run.metrics:
+        return Interval(reason="no interval: plug-in magnitude")  # its interval goes with <key>_debiased
+    base = key[: -len("_debiased")] if key.endswith("_debiased") else ""
+    if base and f"{key}_ci_low" not in run.metrics and f"{base}_ci_low" in run.metrics:
+        return _own(run, key, value, run.metrics[f"{base}_ci_low"], run.metrics.get(f"{base}_ci_high"),
+                    BIAS_CORRECTED_METHOD)
     if f"{key}_ci_low" in run.metrics and f"{key}_ci_high" in run.metrics:
         return _own(run, key, value, run.metrics[f"{key}_ci_low"], run.metrics[f"{key}_ci_high"], TASK_METHOD)
     summary = run.summary
@@ -333,6 +333,7 @@ class Companions:
     chance: float = math.nan
     holm: float = math.nan
     variant: str = ""
+    corrected: float = math.nan  # the bias-corrected value ``<key>_debiased`` of a magnitude, which carries its interval
 
 
 def companions(run: TaskRun, key: str) -> Companions:
@@ -343,17 +344,20 @@ def companions(run: TaskRun, key: str) -> Companions:
         return float(value) if isinstance(value, (int, float)) else math.nan
 
     return Companions(get(f"{key}_null"), get(f"{key}_p_null"), get(f"{key}_chance"), get(f"{key}_holm"),
-                      variant_of(key)[1])
+                      variant_of(key)[1], get(f"{key}_debiased"))
 
 
 def metric(benchmark: str, run: TaskRun, key: str, digits: int = 2, unit: str = ""):
     """``run``'s value of ``key`` with its interval and companions, as a :class:`~.render.Metric`."""
     from lm_eval_bias.report.render import Metric
 
-    ci = interval(run, key)
     c = companions(run, key)
+    # a magnitude with a bias-corrected value: plug-in, then "bias-corrected x [lo, hi]" (the interval is the
+    # parameter's, never shown in brackets after the plug-in)
+    ci = interval(run, f"{key}_debiased" if math.isfinite(c.corrected) else key)
     return Metric(benchmark, key, run.metrics.get(key, math.nan), ci.low, ci.high, ci.method, ci.reason, digits, unit,
-                  null=c.null, p_null=c.p_null, chance=c.chance, holm=c.holm, variant=c.variant)
+                  null=c.null, p_null=c.p_null, chance=c.chance, holm=c.holm, variant=c.variant,
+                  corrected=c.corrected)
 
 
 def is_derived(key: str, keys) -> bool:

@@ -1,6 +1,10 @@
 """REFLECT / FOCUS on a card: headlines, Fig. 4a–f, Fig. 5, Fig. 6 and the detailed tables (win matrix,
 group win rates, Table 2, Table 13, answer distributions, LOTO).
 
+Magnitudes that are positive without bias (Pol, JSD) are shown as the paper's plug-in value, then
+"bias-corrected x [lo, hi]" (the interval for the parameter, ``<m>_ci_low``/``_ci_high``), then the null
+floor and p-value (:func:`lm_eval_bias.report.intervals.metric`).
+
 Per 2AFC scenario the headline names the group with the highest win rate against the other nine —
 ``win_rate_<race>_<gender>``, the share of retained comparisons involving the group that it won,
 derived here from the win matrix with the same template-cluster bootstrap as the task's keys — and
@@ -17,7 +21,8 @@ import pandas as pd
 
 from lm_eval_bias.focus_schema import GROUPS, RACES
 from lm_eval_bias.report.intervals import checked_interval, interval, metric
-from lm_eval_bias.report.render import DOUBLE, Headline, Metric, Part, Writer, all_nan, bars, heatmap, note, plural
+from lm_eval_bias.report.render import (DOUBLE, Headline, Metric, Part, Writer, all_nan, bars, fmt_ci, heatmap, note,
+                                        plural)
 from lm_eval_bias.report.runs import TaskRun
 
 NAME = "reflect"
@@ -238,6 +243,31 @@ def _mcq(run: TaskRun, w: Writer, part: Part) -> None:
                                     f"Answer distribution per group ({variant}; share of answers per option; Table 2 "
                                     "compares them by JSD).",
                                     no_interval="No interval: descriptive shares (the JSD keys carry intervals)."))
+    _presentations(run, w, part)
+
+
+def _presentations(run: TaskRun, w: Writer, part: Part) -> None:
+    """App. C.8: the MCQ by gender presentation, when the source has ``<Race>_androgynous`` images."""
+    keys = ([f"{m}_{p}" for p in ("man", "woman", "androgynous") for m in ("valid_rate", "mean_answer")]
+            + [f"{m}_{a}_vs_{b}" for a, b in (("man", "androgynous"), ("woman", "androgynous"), ("man", "woman"))
+               for m in ("gap", "jsd")])
+    keys = [k for k in keys if k in run.metrics]
+    if not keys:
+        return
+    rows = {}
+    for key in keys:
+        ci = interval(run, key)
+        rows[key] = {"value": run.metrics[key], "95 % CI": fmt_ci(ci.low, ci.high) if ci.ok else f"n/a ({ci.reason})",
+                     "null floor": run.metrics.get(f"{key}_null", math.nan),
+                     "p_null": run.metrics.get(f"{key}_p_null", math.nan)}
+    table = pd.DataFrame(rows).T
+    table.index.name = "key"
+    part.details.append(w.table(table, f"{run.task}_presentations",
+                                "App. C.8 (androgynous presentation): valid rate and mean answer per presentation, and "
+                                "between presentations the relative mean gap (μ_a − μ_b) / μ_b and the JSD of the answer "
+                                "distributions on the (template, race) cells with both images; JSD with its null floor "
+                                "(presentation labels swapped within a cell) and p-value; 95 % template-cluster "
+                                "bootstrap intervals."))
 
 
 def _salary(run: TaskRun, w: Writer, part: Part) -> None:
@@ -304,6 +334,9 @@ def render(runs: list[TaskRun], w: Writer) -> Part:
         except Exception as exc:  # noqa: BLE001 - as above
             part.figures.append(note(f"{run.task}: tables could not be computed ({type(exc).__name__}: {exc}).",
                                      "warning"))
+    from lm_eval_bias.report.reflect_compare import report_tables  # Table 7 / Table 10 (framings, explained MCQ)
+
+    report_tables(runs, w, part)
     return part
 
 
@@ -332,7 +365,9 @@ def _tables(run: TaskRun, w: Writer, part: Part) -> None:
         "2afc": "Retention by race and by gender (App. C.1; Table 6 by group): retained pairs / pairs with an image of "
                 "the group; male win rate per occupation; 95 % template-cluster bootstrap intervals.",
         "mcq": "Mean gaps and gender JSD per occupation (Fig. 5 by occupation; App. C.2, C.7), 95 % template-cluster "
-               "bootstrap intervals.",
+               "bootstrap intervals (for jsd_male_<occupation>: the percentile interval of the plug-in, which is "
+               "biased upward and has no null floor per occupation; the pooled jsd_* keys carry intervals for the "
+               "parameter).",
         "salary": "Mean absolute salary gap (%) across occupations (Fig. 6 magnitude; App. C.6), 95 % template-cluster "
                   "bootstrap intervals; null: mean with the portraits' race × gender labels permuted within template, p_null: "
                   "one-sided permutation p-value.",

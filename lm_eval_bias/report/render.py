@@ -313,6 +313,9 @@ class Metric:
     chance: float = math.nan
     holm: float = math.nan
     variant: str = ""
+    #: the bias-corrected value of a magnitude (``<key>_debiased``): when set, ``low``/``high`` are its
+    #: interval (for the parameter) and are shown after it, not after the plug-in ``value``
+    corrected: float = math.nan
 
     def companions_html(self) -> str:
         """Null floor, p_null, chance level, Holm p-value and variant label, where present."""
@@ -339,6 +342,9 @@ class Metric:
                   f"{esc(fmt_ci(self.low, self.high, self.digits))}</span>")
         else:
             ci = f' <a class="no-ci" href="#no-interval">({esc(self.reason or "no interval")})</a>'
+        if finite(self.corrected):
+            ci = (' · <span class="corrected" title="bootstrap bias-corrected value">bias-corrected '
+                  f'{esc(fmt(self.corrected, self.digits) + self.unit)}</span>{ci}')
         return f'{key}<span class="num">{esc(number)}</span>{ci}{self.companions_html()}'
 
 

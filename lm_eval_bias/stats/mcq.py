@@ -24,7 +24,8 @@ from scipy.spatial.distance import jensenshannon
 
 from lm_eval_bias.focus_schema import GENDERS, GROUPS, RACES, REFERENCE_GENDER, REFERENCE_RACE
 from lm_eval_bias.stats.bootstrap import (EstimatesWithErrors, LotoSummary, bias_corrected, bootstrap_replicates,
-                                          permutation_null, permute_groups, template_bootstrap, template_loto,
+                                          boundary_aware_interval, permutation_null, permute_groups,
+                                          summarize_replicates, template_bootstrap, template_loto,
                                           within_template_permutations)
 from lm_eval_bias.stats.twoafc import STATUSES, VALID
 
@@ -154,7 +155,7 @@ LOTO_EFFECTS: dict[str, float] = {"gap_male": 0.0, **{f"gap_{r.lower()}": 0.0 fo
 JSD_KEYS: tuple[str, ...] = ("jsd_female", "jsd_male", *(f"jsd_{r.lower()}" for r in RACES))
 #: Result keys of :func:`mcq_inference` (the summary's ``derived``).
 DERIVED_KEYS: tuple[str, ...] = (
-    *(f"{k}{s}" for k in JSD_KEYS for s in ("_null", "_p_null", "_debiased", "_debiased_ci_low", "_debiased_ci_high")),
+    *(f"{k}{s}" for k in JSD_KEYS for s in ("_null", "_p_null", "_debiased", "_ci_low_paper", "_ci_high_paper")),
     "n_templates", "n_occupations", "n_groups",
 )
 
@@ -182,8 +183,12 @@ def mcq_inference(per_template_answers: np.ndarray, estimates: Mapping[str, floa
     ``_p_null`` (JSD is positive without any bias): the mean and one-sided p-value under within-template
     permutations of the photos' labels -- genders swapped within a race for ``jsd_female``/``jsd_male``
     (exact null "gender does not matter", race effects allowed), races permuted among the photos of one
-    gender for ``jsd_<race>``; ``jsd_<group>_debiased`` with ``_ci_low``/``_ci_high`` (bootstrap bias correction, basic
-    interval clipped to [0, 1]) and counts ``n_templates``, ``n_occupations``, ``n_groups``."""
+    gender for ``jsd_<race>``; ``jsd_<group>_debiased`` (bootstrap bias correction 2 JSD - mean(JSD*), clipped to
+    [0, 1]); ``jsd_<group>_ci_low``/``_ci_high`` (moved into the summary's ``ci_low``/``ci_high`` by
+    :func:`_summarize_counts`): the interval for the parameter, the bias-corrected basic interval whose lower end is 0
+    unless ``jsd_<group>_p_null < 0.05`` (:func:`lm_eval_bias.stats.bootstrap.boundary_aware_interval`);
+    ``jsd_<group>_ci_low_paper``/``_ci_high_paper``: the percentile interval of the plug-in (fails calibration);
+    and counts ``n_templates``, ``n_occupations``, ``n_groups``."""
     answers = np.asarray(per_template_answers, dtype=np.float64)
     T, G = answers.shape[0], answers.shape[1]
     out: dict[str, float] = {"n_templates": float(T), "n_occupations": float(len(set(strata))),
@@ -197,8 +202,11 @@ def mcq_inference(per_template_answers: np.ndarray, estimates: Mapping[str, floa
         kind = "gender" if key in ("jsd_female", "jsd_male") else "race"
         res = permutation_null(estimates[key], nulls[kind].get(key, np.array([])))
         out[f"{key}_null"], out[f"{key}_p_null"] = res.null_mean, res.p_value
-        out[f"{key}_debiased"], out[f"{key}_debiased_ci_low"], out[f"{key}_debiased_ci_high"] = \
-            bias_corrected(estimates[key], replicates.get(key, np.array([])), (0.0, 1.0))
+        draws = replicates.get(key, np.array([]))
+        out[f"{key}_debiased"] = bias_corrected(estimates[key], draws, (0.0, 1.0))[0]
+        paper = summarize_replicates(draws)
+        out[f"{key}_ci_low_paper"], out[f"{key}_ci_high_paper"] = paper.ci_low, paper.ci_high
+        out[f"{key}_ci_low"], out[f"{key}_ci_high"] = boundary_aware_interval(estimates[key], draws, res.p_value, (0.0, 1.0))
     return out
 
 
@@ -221,6 +229,8 @@ def _summarize_counts(strata, counts, metric, n_boot: int, seed: int, n_null: in
     stderr, ci_low, ci_high = template_bootstrap(counts, strata, metric, list(estimates), n_boot, seed, replicates=replicates)
     loto = template_loto(counts, metric, estimates, LOTO_EFFECTS)
     derived = mcq_inference(counts["answers"], estimates, replicates, strata, n_null, seed if null_seed is None else null_seed)
+    for key in JSD_KEYS:  # JSD's default interval is the one for the parameter (boundary-aware, bias-corrected)
+        ci_low[key], ci_high[key] = derived.pop(f"{key}_ci_low"), derived.pop(f"{key}_ci_high")
     return estimates, stderr, ci_low, ci_high, loto, derived
 
 

@@ -30,8 +30,9 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from lm_eval_bias.focus_schema import GROUPS, RACES
-from lm_eval_bias.stats.bootstrap import (EstimatesWithErrors, LotoSummary, bias_corrected, bootstrap_replicates, holm,
-                                          permutation_null, permute_groups, template_bootstrap, template_loto,
+from lm_eval_bias.stats.bootstrap import (EstimatesWithErrors, LotoSummary, bias_corrected, bootstrap_replicates,
+                                          boundary_aware_interval, holm, permutation_null, permute_groups,
+                                          summarize_replicates, template_bootstrap, template_loto,
                                           within_template_permutations)
 
 VALID, REFUSAL, INVALID = "valid", "refusal", "invalid"
@@ -298,10 +299,16 @@ LOTO_EFFECTS: dict[str, float] = {"male_win_rate": 0.5, **{f"win_rate_{r.lower()
 WIN_RATE_KEYS: tuple[str, ...] = tuple(LOTO_EFFECTS)
 #: Magnitudes that are positive without any bias: reported with a within-template permutation null.
 NULL_FLOOR_KEYS: tuple[str, ...] = ("polarization", "extreme_cell_rate")
+#: Range of each magnitude: its ``_ci_low``/``_ci_high`` are the boundary-aware interval for the parameter
+#: (:func:`lm_eval_bias.stats.bootstrap.boundary_aware_interval`) clipped to it.
+MAGNITUDE_BOUNDS: dict[str, tuple[float, float]] = {"polarization": (0.0, 0.5), "extreme_cell_rate": (0.0, 1.0)}
+#: Interval method per magnitude: Pol bias-corrected ("basic"); Ext "percentile" (its bias correction does
+#: not calibrate: a step function of the cells, see boundary_aware_interval), so Ext has no ``_debiased``.
+MAGNITUDE_METHODS: dict[str, str] = {"polarization": "basic", "extreme_cell_rate": "percentile"}
 #: Result keys of :func:`twoafc_inference` (the summary's ``derived``).
 DERIVED_KEYS: tuple[str, ...] = (
-    *(f"{k}{s}" for k in NULL_FLOOR_KEYS for s in ("_null", "_p_null")),
-    "polarization_debiased", "polarization_debiased_ci_low", "polarization_debiased_ci_high",
+    *(f"{k}{s}" for k in NULL_FLOOR_KEYS for s in ("_null", "_p_null", "_ci_low_paper", "_ci_high_paper")),
+    "polarization_debiased",
     *(f"p_{k}" for k in WIN_RATE_KEYS), *(f"p_{k}_holm" for k in WIN_RATE_KEYS),
     "n_templates", "n_occupations", "n_groups",
 )
@@ -346,8 +353,15 @@ def twoafc_inference(per_template_wins: np.ndarray, estimates: Mapping[str, floa
       |WinRate - 0.5|): ``male_win_rate`` swaps the genders of the two images of one race within a
       template (exact null "no gender effect", race effects allowed), ``win_rate_<race>`` permutes the
       races among the images of one gender; ``p_<win-rate key>_holm`` over the six win rates;
-    - ``polarization_debiased`` with ``_ci_low``/``_ci_high``: bootstrap bias-corrected Pol and its basic
-      interval (:func:`lm_eval_bias.stats.bootstrap.bias_corrected`), clipped to [0, 0.5];
+    - ``<m>_ci_low``/``<m>_ci_high`` for Pol and Ext (moved into the summary's ``ci_low``/``ci_high`` by
+      :func:`_summarize_table`): the interval for the parameter, whose lower end is 0 unless
+      ``<m>_p_null < 0.05`` (:func:`lm_eval_bias.stats.bootstrap.boundary_aware_interval`), clipped to the
+      metric's range: Pol's bootstrap bias-corrected basic interval, Ext's percentile interval (Ext's bias
+      correction does not calibrate);
+      ``<m>_ci_low_paper``/``<m>_ci_high_paper``: the paper's percentile interval of the plug-in (App. C.3),
+      which targets the plug-in's expectation and fails calibration;
+    - ``polarization_debiased``: bootstrap bias-corrected Pol 2 Pol - mean(Pol*)
+      (:func:`lm_eval_bias.stats.bootstrap.bias_corrected`), clipped to [0, 0.5];
     - counts ``n_templates``, ``n_occupations``, ``n_groups`` (groups in at least one retained comparison).
     """
     wins = np.asarray(per_template_wins, dtype=np.float64)
@@ -370,8 +384,14 @@ def twoafc_inference(per_template_wins: np.ndarray, estimates: Mapping[str, floa
         key, np.array([])), centre=0.5).p_value for key in WIN_RATE_KEYS}
     out.update(raw)
     out.update({f"{k}_holm": v for k, v in holm(raw).items()})
-    out["polarization_debiased"], out["polarization_debiased_ci_low"], out["polarization_debiased_ci_high"] = \
-        bias_corrected(estimates["polarization"], replicates.get("polarization", np.array([])), (0.0, 0.5))
+    for key, bounds in MAGNITUDE_BOUNDS.items():
+        draws = replicates.get(key, np.array([]))
+        paper = summarize_replicates(draws)
+        out[f"{key}_ci_low_paper"], out[f"{key}_ci_high_paper"] = paper.ci_low, paper.ci_high
+        out[f"{key}_ci_low"], out[f"{key}_ci_high"] = boundary_aware_interval(
+            estimates[key], draws, out[f"{key}_p_null"], bounds, method=MAGNITUDE_METHODS[key])
+    out["polarization_debiased"] = bias_corrected(estimates["polarization"], replicates.get("polarization", np.array([])),
+                                                  MAGNITUDE_BOUNDS["polarization"])[0]
     return out
 
 
@@ -398,6 +418,8 @@ def _summarize_table(table: TwoAFCCountTable, metric_fn, n_boot: int, seed: int,
     loto = template_loto(table.counts, metric_fn, estimates, LOTO_EFFECTS)
     derived = twoafc_inference(table.counts["wins"], estimates, replicates, table.strata, n_null,
                                seed if null_seed is None else null_seed)
+    for key in MAGNITUDE_BOUNDS:  # the magnitudes' default interval is the one for the parameter
+        ci_low[key], ci_high[key] = derived.pop(f"{key}_ci_low"), derived.pop(f"{key}_ci_high")
     return TwoAFCSummary(estimates, stderr, ci_low, ci_high, win_rate_matrix(totals["wins"]), totals["wins"],
                          len(table.templates), loto, n_boot, seed, derived)
 
@@ -407,8 +429,8 @@ def twoafc_summary(calls: Sequence[TwoAFCCall], n_boot: int = 1000, seed: int = 
     """Everything the 2AFC tasks report, from the calls of one scenario.
 
     Bootstrap: templates resampled within occupation (App. C.3) with the Rao-Wu rescaling
-    (lm_eval_bias.stats.bootstrap), ``n_boot`` replicates, percentile 95 % CIs. LOTO: each template
-    left out once. ``n_null`` within-template label permutations for the null floors and win-rate tests.
+    (lm_eval_bias.stats.bootstrap), ``n_boot`` replicates, percentile 95 % CIs (Pol and Ext: the
+    boundary-aware bias-corrected interval, :func:`twoafc_inference`). LOTO: each template left out once. ``n_null`` within-template label permutations for the null floors and win-rate tests.
     """
     return _summarize_table(twoafc_count_table(calls, n_groups), twoafc_metrics, n_boot, seed, n_null, null_seed)
 

@@ -98,8 +98,12 @@ def null_settings() -> tuple[int, int]:
 
 #: Suffixes of keys derived from a metric key ``<metric>``: bootstrap standard error and 95 % interval
 #: (``_stderr``, ``_ci_low``, ``_ci_high``), null floor and "more than chance" p-value (``_null``,
-#: ``_p_null``), Holm-adjusted p-value (``_holm``). Derived keys share the metric's documentation anchor.
-DERIVED_SUFFIXES: tuple[str, ...] = ("_stderr", "_ci_low", "_ci_high", "_p_null", "_null", "_holm")
+#: ``_p_null``), Holm-adjusted p-value (``_holm``), the paper's percentile interval of a plug-in magnitude
+#: kept beside the calibrated one (``_ci_low_paper``, ``_ci_high_paper``; REFLECT Pol, Ext, JSD). Only the
+#: interval form of ``_paper`` is derived: a ``p_<test>_paper`` key is a variant with a row of its own.
+#: Derived keys share the metric's documentation anchor.
+DERIVED_SUFFIXES: tuple[str, ...] = ("_stderr", "_ci_low_paper", "_ci_high_paper", "_ci_low", "_ci_high", "_p_null",
+                                     "_null", "_holm")
 
 
 def base_key(key: str) -> str:

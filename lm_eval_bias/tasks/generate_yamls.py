@@ -177,21 +177,21 @@ def _reflect_files() -> dict[str, str]:
             name, REFLECT, families["mcq"], "load_mcq_docs", {"variant": variant}, "doc_to_text_mcq",
             "doc_to_image_single", "process_results_mcq", LETTER_GENERATION,
             f"REFLECT MCQ, {variant} (paper Sec. 4.2, Fig. 9): one doc per FOCUS image.",
-            extra_families=(tables["mcq"],),
+            extra_families=(tables["mcq"], reflect.PRESENTATION_FAMILIES["mcq"]),
         )
         name = f"focus_mcq_{variant}_explained"
         files[f"reflect/{name}.yaml"] = _task(
             name, REFLECT, families["mcq"], "load_mcq_docs", {"variant": variant, "response_format": "explained"},
             "doc_to_text_mcq", "doc_to_image_single", "process_results_mcq", EXPLAINED_MCQ_GENERATION,
             f"REFLECT MCQ, {variant}, explanation-augmented: letter on the first line, a rationale on the second "
-            "(App. C.4, Table 10).", extra_families=(tables["mcq"],),
+            "(App. C.4, Table 10).", extra_families=(tables["mcq"], reflect.PRESENTATION_FAMILIES["mcq"]),
         )
         name = f"focus_mcq_{variant}_k{MCQ_SAMPLES}"
         files[f"reflect/{name}.yaml"] = _task(
             name, REFLECT, families["mcq"], "load_mcq_docs", {"variant": variant}, "doc_to_text_mcq",
             "doc_to_image_single", "process_results_mcq", SAMPLED_LETTER_GENERATION,
             f"REFLECT MCQ, {variant}, K = {MCQ_SAMPLES} samples per photo at temperature 0.7 (App. C.5, Table 11).",
-            extra_families=(tables["mcq"],), repeats=MCQ_SAMPLES,
+            extra_families=(tables["mcq"], reflect.PRESENTATION_FAMILIES["mcq"]), repeats=MCQ_SAMPLES,
         )
     files["reflect/focus_salary.yaml"] = _task(
         "focus_salary", REFLECT, families["salary"], "load_salary_docs", {}, "doc_to_text_salary",
@@ -307,6 +307,29 @@ def _vignette_files() -> dict[str, str]:
     for name in list(files):  # lm-eval holds each doc once, not one dict per walk over the split (docs/backends.md)
         files[name] = files[name].replace("test_split: test\n", f"test_split: test\nprocess_docs: !function {VIGNETTE}.shared_docs\n")
     files["vignette/_vignette.yaml"] = _group("vignette", names, "VIGNETTE: all paradigms (no group-level score).")
+    files.update(_vignette_paraphrase_files())
+    return files
+
+
+def _vignette_paraphrase_files() -> dict[str, str]:
+    """Table 11's paraphrase tasks: not in the ``vignette`` group (a robustness check that repeats the
+    base tasks' docs); group ``vignette_paraphrases`` holds the eight."""
+    from lm_eval_bias.tasks import vignette_paraphrase as para
+
+    module = "lm_eval_bias.tasks.vignette_paraphrase"
+    files, names = {}, []
+    for variant, (base, k) in para.PARAPHRASE_TASKS.items():
+        name = f"vignette_{variant}"
+        names.append(name)
+        files[f"vignette/{name}.yaml"] = _task(
+            name, module, para.FAMILIES[variant], "load_docs", {"paradigm": variant}, "doc_to_text", "doc_to_image",
+            "process_results", CHOICE_GENERATION,
+            f"VIGNETTE {base}, Table 11 Variant {k + 1} wording (same docs as vignette_{base}; App. A.3).",
+        ).replace("metadata:\n  version: 1.0\n",
+                  f"metadata:\n  version: 1.0\n  pair_sampling: {vignette.DEFAULT_SAMPLING[base]}\n").replace(
+            "test_split: test\n", f"test_split: test\nprocess_docs: !function {VIGNETTE}.shared_docs\n")
+    files["vignette/_vignette_paraphrases.yaml"] = _group(
+        "vignette_paraphrases", names, "VIGNETTE Table 11 prompt paraphrases (no group-level score; run with the base tasks).")
     return files
 
 

@@ -26,10 +26,12 @@ from collections import defaultdict
 from typing import Any, Callable
 
 from lm_eval_bias import data
-from lm_eval_bias.focus_schema import GROUP_INDEX, GROUP_PAIRS, GROUPS, OCCUPATION_TITLES, template_key
+from lm_eval_bias.focus_schema import (ALL_GROUP_INDEX, ALL_GROUPS, ANDROGYNOUS, GROUP_PAIRS, GROUPS, OCCUPATION_TITLES,
+                                       template_key)
 from lm_eval_bias.parsing import ResponseStatus, parse_letter, parse_salary_usd
 from lm_eval_bias.tasks.extraction import is_lenient, mode_of, tag_docs
 from lm_eval_bias.stats import mcq as mcq_stats
+from lm_eval_bias.stats import presentation as presentation_stats
 from lm_eval_bias.stats import salary as salary_stats
 from lm_eval_bias.stats import twoafc as twoafc_stats
 from lm_eval_bias.stats import reflect_tables as tables_stats
@@ -173,13 +175,14 @@ def _focus_rows(hub_id: str | None) -> tuple[str, list[dict[str, Any]]]:
     data.require_columns(ds, _FOCUS_COLUMNS, "focus")
     meta = ds.select_columns(list(_FOCUS_COLUMNS)).to_list()
     for row in meta:
-        if (row["race"], row["gender"]) not in GROUP_INDEX:
+        if (row["race"], row["gender"]) not in ALL_GROUP_INDEX:
             raise data.DataSourceError(f"{location}: image {row['image_id']!r} has unknown group {row['race']}/{row['gender']}")
     return location, meta
 
 
 def _templates(rows: list[dict[str, Any]], location: str) -> dict[tuple[str, int], dict[int, dict[str, Any]]]:
-    """Rows grouped by (occupation, template_id) and group index.
+    """Rows grouped by (occupation, template_id) and group index (:data:`ALL_GROUPS`: an index
+    ``>= len(GROUPS)`` is an image of the optional androgynous presentation, App. C.8).
 
     Templates may be incomplete (a user's own FOCUS-layout photos: a subset of races or genders): the
     missing race x gender cells are logged once per load (warning on ``lm_eval_bias``) and every doc
@@ -188,13 +191,14 @@ def _templates(rows: list[dict[str, Any]], location: str) -> dict[tuple[str, int
     group are NaN with a warning, never a crash."""
     templates: dict[tuple[str, int], dict[int, dict[str, Any]]] = defaultdict(dict)
     for row in rows:
-        group = GROUP_INDEX[(row["race"], row["gender"])]
+        group = ALL_GROUP_INDEX[(row["race"], row["gender"])]
         variants = templates[(row["occupation"], int(row["template_id"]))]
         if group in variants:
             raise data.DataSourceError(f"{location}: two images for {row['image_id']!r}")
         variants[group] = row
     missing = {f"{occupation}/{template_id}": missing_groups(variants)
-               for (occupation, template_id), variants in templates.items() if len(variants) != len(GROUPS)}
+               for (occupation, template_id), variants in templates.items()
+               if any(g not in variants for g in range(len(GROUPS)))}
     if missing:
         n = sum(len(m) for m in missing.values())
         listing = "; ".join(f"{t}: {', '.join(m)}" for t, m in sorted(missing.items()))
@@ -225,7 +229,9 @@ def load_2afc_docs(scenario: str, hub_id: str | None = None, shard: str | None =
         raise ValueError(f"unknown 2AFC framing {framing!r}; expected one of {sorted(PAIR_FRAMINGS)}")
     location, rows = _focus_rows(hub_id)
     docs = []
-    for (occupation, template_id), variants in _templates(rows, location).items():
+    templates = _templates(rows, location)
+    _skip_extra_presentations(templates, location, "2AFC")
+    for (occupation, template_id), variants in templates.items():
         template = template_key(occupation, template_id)
         lacking = missing_groups(variants)
         for i, j in GROUP_PAIRS:
@@ -256,17 +262,31 @@ def load_2afc_docs(scenario: str, hub_id: str | None = None, shard: str | None =
 
 
 def load_mcq_docs(variant: str, hub_id: str | None = None, shard: str | None = None,
-                  answer_extraction: str | None = None, response_format: str = DEFAULT_MCQ_FORMAT, **_: Any):
-    """One doc per FOCUS image (Sec. 4.2). ``response_format`` ``explained``: App. C.4's variant."""
+                  answer_extraction: str | None = None, response_format: str = DEFAULT_MCQ_FORMAT,
+                  extra_presentations: bool = True, **_: Any):
+    """One doc per FOCUS image (Sec. 4.2). ``response_format`` ``explained``: App. C.4's variant.
+
+    Images of the optional androgynous presentation (App. C.8) are asked too when the source has them
+    (``extra_presentations=False`` leaves them out, with a warning); every doc of such a source then
+    carries ``race`` and ``presentation``, which give the per-presentation keys
+    (:data:`PRESENTATION_FAMILIES`). The ten-group keys use the ten groups' images only."""
     if variant not in _MCQ_QUESTIONS:
         raise ValueError(f"unknown MCQ variant {variant!r}; expected one of {sorted(_MCQ_QUESTIONS)}")
     if response_format not in MCQ_FORMATS:
         raise ValueError(f"unknown MCQ response format {response_format!r}; expected one of {MCQ_FORMATS}")
     location, rows = _focus_rows(hub_id)
     docs = []
-    for (occupation, template_id), variants in _templates(rows, location).items():
+    templates = _templates(rows, location)
+    by_presentation = extra_presentations and any(g >= len(GROUPS) for v in templates.values() for g in v)
+    if not extra_presentations:
+        _skip_extra_presentations(templates, location, "MCQ scored by probability")
+    elif not by_presentation:
+        _LOG.info("%s: no %s image (App. C.8): the per-presentation MCQ keys are not reported", location, ANDROGYNOUS)
+    for (occupation, template_id), variants in templates.items():
         lacking = missing_groups(variants)
         for group, row in sorted(variants.items()):
+            if group >= len(GROUPS) and not extra_presentations:
+                continue
             docs.append(
                 {
                     "doc_id": row["image_id"],
@@ -279,9 +299,21 @@ def load_mcq_docs(variant: str, hub_id: str | None = None, shard: str | None = N
                     "response_format": response_format,
                     "missing_groups": lacking,
                     "images_from": location,
+                    **({"race": ALL_GROUPS[group].race, "presentation": ALL_GROUPS[group].gender}
+                       if by_presentation else {}),
                 }
             )
     return _as_dataset(tag_docs(select_shard(docs, shard, lambda d: d["doc_id"]), answer_extraction))
+
+
+def _skip_extra_presentations(templates: dict[tuple[str, int], dict[int, dict[str, Any]]], location: str,
+                              task: str) -> None:
+    """Warn that a task leaves the androgynous images (App. C.8) out: they are not among the ten groups
+    whose pairs (2AFC), portraits (salary) and probability-scored MCQ keys these tasks compare."""
+    n = sum(g >= len(GROUPS) for variants in templates.values() for g in variants)
+    if n:
+        _LOG.warning("%s: %d %s image(s) left out of the %s task (only the MCQ tasks ask the third presentation, "
+                     "App. C.8)", location, n, ANDROGYNOUS, task)
 
 
 #: Scoring by probability (beyond the paper): ``--metadata '{"letter_prefix": " "}'`` puts a string before
@@ -307,6 +339,7 @@ def load_2afc_logprob_docs(scenario: str, hub_id: str | None = None, shard: str 
 def load_mcq_logprob_docs(variant: str, hub_id: str | None = None, shard: str | None = None,
                           letter_prefix: str | None = None, **kwargs: Any):
     """The docs of :func:`load_mcq_docs` for scoring by probability."""
+    kwargs["extra_presentations"] = False  # androgynous images (App. C.8): generated MCQ only
     return _with_letter_prefix(load_mcq_docs(variant, hub_id=hub_id, shard=shard, **kwargs), letter_prefix)
 
 
@@ -349,6 +382,7 @@ def load_salary_docs(hub_id: str | None = None, bios_hub_id: str | None = None, 
     for bio in bios.select_columns(list(_BIO_COLUMNS)).to_list():
         bios_by_occupation[bio["occupation"]].append(bio)
     templates = _templates(rows, location)
+    _skip_extra_presentations(templates, location, "salary")
     occupations = sorted({occ for occ, _ in templates})
     missing = [occ for occ in occupations if not bios_by_occupation.get(occ)]
     if len(missing) == len(occupations):
@@ -365,6 +399,8 @@ def load_salary_docs(hub_id: str | None = None, bios_hub_id: str | None = None, 
                     continue
                 lacking = missing_groups(variants)
                 for group, row in sorted(variants.items()):
+                    if group >= len(GROUPS):  # androgynous (App. C.8): not a salary portrait
+                        continue
                     docs.append(
                         {
                             "doc_id": f"{row['image_id']}:{bio['bio_id']}",
@@ -569,6 +605,8 @@ def process_results_mcq(doc: dict[str, Any], results: list) -> dict[str, dict[st
         "extraction": mode_of(doc),
         **_design_fields(doc),
     }
+    if doc.get("presentation"):  # a source with the third presentation (App. C.8)
+        record["race"], record["presentation"] = doc["race"], doc["presentation"]
     texts = responses_of(results)
     if response_format == "explained":
         texts = [_first_line(t) for t in texts]
@@ -602,6 +640,9 @@ def _records_for(family: AggregationFamily, record: dict[str, Any]) -> dict[str,
     tables = TABLE_FAMILIES.get(family.family)
     if tables is not None:
         out.update(tables.records_for(record))
+    by_presentation = PRESENTATION_FAMILIES.get(family.family)
+    if by_presentation is not None and "presentation" in record:  # absent keys without a third presentation
+        out.update(by_presentation.records_for(record))
     return out
 
 
@@ -672,12 +713,18 @@ def _mcq_variant(records: list[dict[str, Any]]) -> str:
     return variants.pop()
 
 
+def ten_group_records(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The records of the ten race x gender groups' images: the androgynous images of a source with the
+    third presentation (App. C.8) are left out of every ten-group key (``group >= len(GROUPS)``)."""
+    return [r for r in records if int(r["group"]) < len(GROUPS)]
+
+
 def summarize_mcq(records: list[dict[str, Any]]):
     """:func:`lm_eval_bias.stats.mcq.mcq_summary` over MCQ records (one variant per task)."""
     variant = _mcq_variant(records)
     iters, seed = bootstrap_settings()
     perms, _ = null_settings()
-    parsed = [mcq_stats.MCQRecord.from_dict(r) for r in expand_samples(records)]
+    parsed = [mcq_stats.MCQRecord.from_dict(r) for r in expand_samples(ten_group_records(records))]
     return mcq_stats.mcq_summary(parsed, MCQ_OPTIONS[variant], MCQ_OPTION_VALUES[variant], n_boot=iters, seed=seed,
                                  n_null=perms)
 
@@ -703,7 +750,7 @@ def summarize_mcq_logprob(records: list[dict[str, Any]]):
     variant = _mcq_variant(records)
     iters, seed = bootstrap_settings()
     perms, _ = null_settings()
-    scores = [mcq_stats.MCQScore.from_dict(r, MCQ_OPTIONS[variant]) for r in records]
+    scores = [mcq_stats.MCQScore.from_dict(r, MCQ_OPTIONS[variant]) for r in ten_group_records(records)]
     return mcq_stats.mcq_logprob_summary(scores, MCQ_OPTIONS[variant], MCQ_OPTION_VALUES[variant], n_boot=iters, seed=seed,
                                          n_null=perms)
 
@@ -802,7 +849,7 @@ def summarize_mcq_tables(records: list[dict[str, Any]]):
     """Per-occupation gaps and gender JSD (Fig. 5 by occupation; Table 8, App. C.7) and missing cells."""
     variant = _mcq_variant(records)
     iters, seed = bootstrap_settings()
-    return _tables_summary(records, lambda r: tables_stats.mcq_occupation_summary(
+    return _tables_summary(ten_group_records(records), lambda r: tables_stats.mcq_occupation_summary(
         r, MCQ_OPTIONS[variant], MCQ_OPTION_VALUES[variant], PER_OCCUPATION_KEY_OCCUPATIONS, iters, seed))
 
 
@@ -849,4 +896,34 @@ TABLE_FAMILIES: dict[str, AggregationFamily] = {
                                  **_interval_keys(SALARY_OCCUPATION_KEYS), **_MISSING}),
 }
 for _family in TABLE_FAMILIES.values():
+    _family.install(globals())
+
+
+# --------------------------------------------------------------------------------------------------
+# MCQ by gender presentation (App. C.8, exploratory androgynous pilot): keys returned only by the docs
+# of a source with ``<Race>_androgynous`` images (absent otherwise), from lm_eval_bias.stats.presentation.
+# --------------------------------------------------------------------------------------------------
+def summarize_mcq_presentation(records: list[dict[str, Any]]):
+    """:func:`lm_eval_bias.stats.presentation.presentation_summary` over the MCQ records of a source with
+    the third presentation (valid rates, mean answers, gaps and JSD between presentations)."""
+    variant = _mcq_variant(records)
+    iters, seed = bootstrap_settings()
+    perms, _ = null_settings()
+    parsed = [presentation_stats.PresentationRecord.from_dict(r) for r in expand_samples(records) if "presentation" in r]
+    summary = presentation_stats.presentation_summary(parsed, MCQ_OPTIONS[variant], MCQ_OPTION_VALUES[variant],
+                                                      n_boot=iters, seed=seed, n_null=perms)
+    if summary.reason:
+        _LOG.warning("REFLECT MCQ by presentation: %s", summary.reason)
+    return summary
+
+
+#: task family -> its per-presentation family (App. C.8)
+PRESENTATION_FAMILIES: dict[str, AggregationFamily] = {
+    "mcq": AggregationFamily("mcq_presentation", summarize_mcq_presentation, {
+        **_interval_keys(tuple(k for k in presentation_stats.INTERVAL_KEYS if k not in presentation_stats.NULL_KEYS)),
+        **_interval_keys(presentation_stats.NULL_KEYS, null=True),
+        **{k: _get("estimates", k) for k in presentation_stats.COUNT_KEYS},
+    }),
+}
+for _family in PRESENTATION_FAMILIES.values():
     _family.install(globals())

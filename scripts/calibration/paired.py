@@ -89,7 +89,7 @@ def _row(quantity, kind, design, dgp, truth, estimates, hits, n_seeds, n_boot, s
     row = {"benchmark": BENCHMARK, "quantity": quantity, "kind": kind, "design": design, "dgp": dgp,
            "truth": float(truth), "mean_estimate": float(np.nanmean(estimates)) if len(estimates) else math.nan,
            "coverage": coverage, "rejection_rate": rejection, "n_seeds": n_seeds, "n_boot": n_boot, "seed": seed,
-           "target_met": met, "note": note}
+           "target_met": met, "note": note, "role": "default"}
     return {k: row[k] for k in ROW_FIELDS}
 
 

@@ -8,7 +8,13 @@ even without bias; the statistics are the ones the tasks call (``twoafc_summary`
 
 - 2AFC: 45 pairs x 2 orders per template; P(choose the image shown as A) = logistic(u_A - u_B + 0.3)
   (position bias), u = group effect + portrait effect ~ N(0, 0.5^2); 5 % refusals. Truths from the
-  expected retained wins of 20,000 simulated templates.
+  expected retained wins of 20,000 simulated templates. Three models: no bias, a moderate bias (no cell
+  extreme: Ext's truth 0) and a strong bias (13 of 45 cells beyond 0.9, 8 of them near it: Ext's truth
+  0.289), so that Pol's and Ext's default intervals are checked at the boundary and away from it.
+
+Row roles (``role``): "default" for what the tasks report by default, "paper" for the paper's procedures
+kept by name (the percentile intervals of plug-in magnitudes ``<m>_ci_low_paper``, the unit-clustered
+salary tests ``p_*_paper``), "diagnostic" for family-wise error rates without the Holm adjustment.
 - MCQ (6 salary bins): one call per image, answer ~ softmax(base + occupation shift + group shift +
   portrait effect ~ N(0, 0.5^2) per option); 5 % refusals. Truths from 20,000 simulated templates.
 - Salary: 50 biographies per occupation; answer = base_o (1 + group + portrait + biography + noise),
@@ -154,7 +160,7 @@ def truth_salary(beta: np.ndarray) -> dict[str, float]:
 # --------------------------------------------------------------------------------------------------
 # Rows
 # --------------------------------------------------------------------------------------------------
-def _row(quantity, kind, design, dgp, truth, estimates, hits, n_seeds, n_boot, seed, note="") -> dict[str, Any]:
+def _row(quantity, kind, design, dgp, truth, estimates, hits, n_seeds, n_boot, seed, note="", role="default") -> dict[str, Any]:
     hits = np.asarray(hits, dtype=np.float64)
     hits = hits[~np.isnan(hits)]
     rate = float(hits.mean()) if hits.size else float("nan")
@@ -170,7 +176,7 @@ def _row(quantity, kind, design, dgp, truth, estimates, hits, n_seeds, n_boot, s
     return {"benchmark": BENCHMARK, "quantity": quantity, "kind": kind, "design": design, "dgp": dgp,
             "truth": float(truth), "mean_estimate": float(np.nanmean(estimates)) if len(estimates) else float("nan"),
             "coverage": coverage, "rejection_rate": rejection, "n_seeds": n_seeds, "n_boot": n_boot, "seed": seed,
-            "target_met": met, "note": note}
+            "target_met": met, "note": note, "role": role}
 
 
 def _covers(low, high, truth) -> float:
@@ -179,20 +185,30 @@ def _covers(low, high, truth) -> float:
     return float(low <= truth <= high)
 
 
+#: the magnitudes of the 2AFC tasks: default interval = boundary-aware bias-corrected (``<m>_ci_low``),
+#: the paper's percentile interval of the plug-in = ``<m>_ci_low_paper`` (role "paper")
+MAGNITUDES = ("polarization", "extreme_cell_rate")
+
+
 def run_2afc(n_seeds: int, n_boot: int, n_per_occupation: int, seed: int = 0) -> list[dict]:
     design = f"{6 * n_per_occupation} templates x 45 pairs x 2 orders"
     rows = []
     effects = {"no bias": (group_effects(0.0, {}), 0.5),
                "bias (man +0.3, White +0.3, Black -0.2, Latino +0.1, Middle Eastern -0.2 logits)":
-                   (group_effects(0.3, {"white": 0.3, "black": -0.2, "latino": 0.1, "middle_eastern": -0.2}), 0.5)}
+                   (group_effects(0.3, {"white": 0.3, "black": -0.2, "latino": 0.1, "middle_eastern": -0.2}), 0.5),
+               # strong enough that some cells are extreme (w > 0.9): Ext's truth is 13/45, several cells near 0.9
+               "strong bias (man +0.5, White +1, Black -1, Latino +0.5, Middle Eastern -0.5 logits)":
+                   (group_effects(0.5, {"white": 1.0, "black": -1.0, "latino": 0.5, "middle_eastern": -0.5}), 0.5)}
     for dgp, (beta, sd) in effects.items():
         dgp_text = f"{dgp}; portrait effect sd {sd} logit, position bias 0.3, 5 % refusals"
         truth = truth_2afc(beta, sd)
-        keys = list(twoafc_stats.WIN_RATE_KEYS) + ["polarization"]
-        est = {k: [] for k in keys + ["polarization_debiased", "polarization_null", "extreme_cell_rate"]}
-        cover = {k: [] for k in keys + ["polarization_debiased"]}
+        keys = list(twoafc_stats.WIN_RATE_KEYS) + list(MAGNITUDES)
+        paper = [f"{m}_paper" for m in MAGNITUDES]
+        est = {k: [] for k in keys + ["polarization_debiased", "polarization_null", "extreme_cell_rate_null"]}
+        cover = {k: [] for k in keys + paper}
         tests = {k: [] for k in ("p_male_win_rate", "p_win_rate_white", "polarization_p_null", "extreme_cell_rate_p_null",
                                  "any raw", "any holm")}
+        strong = dgp.startswith("strong")
         for s in range(seed, seed + n_seeds):
             summary = twoafc_stats.twoafc_summary(simulate_2afc(np.random.default_rng([s, 1, zlib.crc32(dgp.encode()) % 1000]), beta, sd,
                                                                 n_per_occupation), n_boot=n_boot, seed=s, n_null=n_boot)
@@ -200,11 +216,10 @@ def run_2afc(n_seeds: int, n_boot: int, n_per_occupation: int, seed: int = 0) ->
             for k in keys:
                 est[k].append(summary.estimates[k])
                 cover[k].append(_covers(summary.ci_low[k], summary.ci_high[k], truth[k]))
-            est["extreme_cell_rate"].append(summary.estimates["extreme_cell_rate"])
+            for m in MAGNITUDES:
+                est[f"{m}_null"].append(d[f"{m}_null"])
+                cover[f"{m}_paper"].append(_covers(d[f"{m}_ci_low_paper"], d[f"{m}_ci_high_paper"], truth[m]))
             est["polarization_debiased"].append(d["polarization_debiased"])
-            est["polarization_null"].append(d["polarization_null"])
-            cover["polarization_debiased"].append(_covers(d["polarization_debiased_ci_low"], d["polarization_debiased_ci_high"],
-                                                          truth["polarization"]))
             for k in ("p_male_win_rate", "p_win_rate_white", "polarization_p_null", "extreme_cell_rate_p_null"):
                 tests[k].append(d[k] < 0.05)
             tests["any raw"].append(min(d[f"p_{k}"] for k in twoafc_stats.WIN_RATE_KEYS) < 0.05)
@@ -212,14 +227,21 @@ def run_2afc(n_seeds: int, n_boot: int, n_per_occupation: int, seed: int = 0) ->
         args = (n_seeds, n_boot, seed)
         null = dgp == "no bias"
         for k in keys:
-            if null and k not in ("male_win_rate", "win_rate_white", "polarization"):
+            if (null or strong) and k not in ("male_win_rate", "win_rate_white", *MAGNITUDES):
                 continue
-            note = "percentile interval of the plug-in Pol (targets its expectation, biased upward)" if k == "polarization" else \
-                "rescaled (Rao-Wu) template bootstrap, percentile interval"
+            if k in MAGNITUDES:
+                how = "bias-corrected basic" if twoafc_stats.MAGNITUDE_METHODS[k] == "basic" else "percentile"
+                note = (f"boundary-aware {how} interval (default _ci_low/_ci_high): lower end 0 unless "
+                        f"{k}_p_null < 0.05")
+                if k == "polarization":
+                    note += f"; mean polarization_debiased = {np.nanmean(est['polarization_debiased']):.4f}"
+            else:
+                note = "rescaled (Rao-Wu) template bootstrap, percentile interval"
             rows.append(_row(k, "interval", design, dgp_text, truth[k], est[k], cover[k], *args, note=note))
-        rows.append(_row("polarization_debiased", "interval", design, dgp_text, truth["polarization"],
-                         est["polarization_debiased"], cover["polarization_debiased"], *args,
-                         note="bootstrap bias-corrected Pol, basic interval clipped to [0, 0.5]"))
+        for m in MAGNITUDES:
+            rows.append(_row(f"{m}_ci_low_paper/_ci_high_paper", "interval", design, dgp_text, truth[m], est[m],
+                             cover[f"{m}_paper"], *args, role="paper",
+                             note="the paper's percentile interval of the plug-in (targets its expectation, biased upward)"))
         if null:
             rows.append(_row("polarization", "null_floor", design, dgp_text, 0.0, est["polarization"], [], *args,
                              note=f"plug-in Pol without bias; mean polarization_null = {np.nanmean(est['polarization_null']):.4f}"))
@@ -228,7 +250,8 @@ def run_2afc(n_seeds: int, n_boot: int, n_per_occupation: int, seed: int = 0) ->
                 rows.append(_row(k, "test", design, dgp_text, float("nan"), [], tests[k], *args,
                                  note="within-template permutation of group labels"))
             rows.append(_row("any of 6 win-rate tests, raw p < 0.05", "test", design, dgp_text, float("nan"), [],
-                             tests["any raw"], *args, note="family-wise error without adjustment (not a target)"))
+                             tests["any raw"], *args, role="diagnostic",
+                             note="family-wise error without adjustment (not a target)"))
             rows.append(_row("any of 6 win-rate tests, Holm p < 0.05", "test", design, dgp_text, float("nan"), [],
                              tests["any holm"], *args, note="family-wise error with p_<key>_holm (target <= 5 %)"))
             rows[-1]["target_met"] = bool(np.mean(tests["any holm"]) <= 0.06 + 1.96 * math.sqrt(0.0475 / n_seeds))
@@ -242,13 +265,14 @@ def run_mcq(n_seeds: int, n_boot: int, n_per_occupation: int, seed: int = 0) -> 
                "bias (man +0.3, Black -0.3, White +0.2 on the slope towards higher bins)":
                    group_effects(0.3, {"black": -0.3, "white": 0.2})}
     options, values = mcq_stats.SALARY_OPTIONS, mcq_stats.SALARY_BIN_MIDPOINTS_USD
+    jsd = ("jsd_male", "jsd_black")
     for dgp, beta in effects.items():
         dgp_text = f"{dgp}; portrait effect sd 0.5 per option logit, 5 % refusals"
         truth = truth_mcq(beta, 0.5)
-        keys = ["gap_male", "gap_black", "jsd_male", "jsd_black"]
-        est = {k: [] for k in keys + ["jsd_male_debiased", "jsd_black_debiased", "jsd_male_null", "jsd_black_null"]}
-        cover = {k: [] for k in keys + ["jsd_male_debiased", "jsd_black_debiased"]}
-        tests = {"jsd_male_p_null": [], "jsd_black_p_null": []}
+        keys = ["gap_male", "gap_black", *jsd]
+        est = {k: [] for k in keys + [f"{k}{x}" for k in jsd for x in ("_debiased", "_null")]}
+        cover = {k: [] for k in keys + [f"{k}_paper" for k in jsd]}
+        tests = {f"{k}_p_null": [] for k in jsd}
         for s in range(seed, seed + n_seeds):
             records = simulate_mcq(np.random.default_rng([s, 2, zlib.crc32(dgp.encode()) % 1000]), beta, 0.5, n_per_occupation)
             summary = mcq_stats.mcq_summary(records, options, values, n_boot=n_boot, seed=s, n_null=n_boot)
@@ -256,22 +280,25 @@ def run_mcq(n_seeds: int, n_boot: int, n_per_occupation: int, seed: int = 0) -> 
             for k in keys:
                 est[k].append(summary.estimates[k])
                 cover[k].append(_covers(summary.ci_low[k], summary.ci_high[k], truth[k]))
-            for k in ("jsd_male", "jsd_black"):
+            for k in jsd:
                 est[f"{k}_debiased"].append(d[f"{k}_debiased"])
                 est[f"{k}_null"].append(d[f"{k}_null"])
-                cover[f"{k}_debiased"].append(_covers(d[f"{k}_debiased_ci_low"], d[f"{k}_debiased_ci_high"], truth[k]))
+                cover[f"{k}_paper"].append(_covers(d[f"{k}_ci_low_paper"], d[f"{k}_ci_high_paper"], truth[k]))
                 tests[f"{k}_p_null"].append(d[f"{k}_p_null"] < 0.05)
         args = (n_seeds, n_boot, seed)
         null = dgp == "no bias"
         for k in keys:
-            note = "percentile interval of the plug-in JSD" if k.startswith("jsd") else \
-                "rescaled (Rao-Wu) template bootstrap, percentile interval"
+            if k.startswith("jsd"):
+                note = ("boundary-aware bias-corrected interval (default _ci_low/_ci_high): basic interval, lower end 0 "
+                        f"unless {k}_p_null < 0.05; mean {k}_debiased = {np.nanmean(est[f'{k}_debiased']):.5f}")
+            else:
+                note = "rescaled (Rao-Wu) template bootstrap, percentile interval"
             rows.append(_row(k, "interval", design, dgp_text, truth[k], est[k], cover[k], *args, note=note))
-        for k in ("jsd_male", "jsd_black"):
-            rows.append(_row(f"{k}_debiased", "interval", design, dgp_text, truth[k], est[f"{k}_debiased"],
-                             cover[f"{k}_debiased"], *args, note="bootstrap bias-corrected JSD, basic interval clipped to [0, 1]"))
+        for k in jsd:
+            rows.append(_row(f"{k}_ci_low_paper/_ci_high_paper", "interval", design, dgp_text, truth[k], est[k],
+                             cover[f"{k}_paper"], *args, role="paper", note="percentile interval of the plug-in JSD"))
         if null:
-            for k in ("jsd_male", "jsd_black"):
+            for k in jsd:
                 rows.append(_row(k, "null_floor", design, dgp_text, 0.0, est[k], [], *args,
                                  note=f"plug-in JSD without bias; mean {k}_null = {np.nanmean(est[f'{k}_null']):.4f}"))
                 rows.append(_row(f"{k}_p_null", "test", design, dgp_text, float("nan"), [], tests[f"{k}_p_null"], *args,
@@ -304,9 +331,11 @@ def run_salary(n_seeds: int, n_boot: int, n_per_occupation: int, n_bios: int, se
         for k in (*salary_stats.TEST_KEYS, *salary_stats.PAPER_TEST_KEYS):
             note = "paper's unit-clustered test (App. C.6)" if k.endswith("_paper") else \
                 "within-template permutation of portrait labels (Freedman-Lane)"
-            rows.append(_row(k, "test", design, dgp, float("nan"), [], hits[k], *args, note=note))
+            rows.append(_row(k, "test", design, dgp, float("nan"), [], hits[k], *args, note=note,
+                             role="paper" if k.endswith("_paper") else "default"))
         rows.append(_row("any of 18 per-occupation tests, raw p < 0.05", "test", design, dgp, float("nan"), [],
-                         hits["any raw"], *args, note="family-wise error without adjustment (not a target)"))
+                         hits["any raw"], *args, role="diagnostic",
+                         note="family-wise error without adjustment (not a target; the policy is Holm)"))
         rows.append(_row("any of 18 per-occupation tests, Holm p < 0.05", "test", design, dgp, float("nan"), [],
                          hits["any holm"], *args, note="family-wise error with the _holm columns (target <= 5 %)"))
         rows[-1]["target_met"] = bool(np.mean(hits["any holm"]) <= 0.06 + 1.96 * math.sqrt(0.0475 / n_seeds))
