@@ -104,9 +104,28 @@ def run_all(modules: dict[str, ModuleType], n_seeds: int, n_boot: int, quick: bo
             if row["role"] not in ROLES:
                 raise ValueError(f"calibration module {name}: row {row.get('quantity')!r} has role {row['role']!r}, "
                                  f"not one of {ROLES}")
-            rows.append({k: row[k] for k in ROW_FIELDS})
+            rows.append(family_wise_target({k: row[k] for k in ROW_FIELDS}))
         print(f"{name}: {len(found)} rows in {time.perf_counter() - start:.1f} s", file=log)
     return rows
+
+
+def is_family_wise(row: dict) -> bool:
+    """A row whose test is "any of a family significant after Holm" (quantity ``… any … Holm …``)."""
+    import re
+
+    quantity = str(row.get("quantity", ""))
+    return row.get("kind") == "test" and re.search(r"\bany\b.*\bHolm\b", quantity) is not None
+
+
+def family_wise_target(row: dict) -> dict:
+    """Holm controls the family-wise error rate at *at most* 5 % (it is conservative by construction,
+    the more so with discrete p-values), so a family-wise row meets its target when it rejects at most
+    6 % plus the Monte Carlo error of its seeds; a lower rate is error control, not miscalibration. The
+    per-test rows of the same family keep the 4-6 % band."""
+    if not is_family_wise(row) or not _finite(row.get("rejection_rate")) or not _finite(row.get("n_seeds")):
+        return row
+    allowance = 1.96 * math.sqrt(0.05 * 0.95 / max(float(row["n_seeds"]), 1.0))
+    return {**row, "target_met": bool(float(row["rejection_rate"]) <= REJECTION_BAND[1] + allowance)}
 
 
 def _number(value, digits: int = 3) -> str:
@@ -246,6 +265,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--boot", type=int, default=1000, help="bootstrap replicates (default 1000)")
     parser.add_argument("--quick", action="store_true", help="small designs: a smoke test in seconds")
     parser.add_argument("--only", default="", help="comma-separated modules, e.g. reflect,paired")
+    parser.add_argument("--json", type=Path, default=None, help="also write every row as JSON here")
     parser.add_argument("--write-docs", action="store_true",
                         help=f"rewrite the table in {DOCS.relative_to(ROOT)} and {FIGURE.relative_to(ROOT)}")
     parser.add_argument("--modules-dir", type=Path, default=CALIBRATION_DIR, help=argparse.SUPPRESS)
@@ -258,6 +278,10 @@ def main(argv: list[str] | None = None) -> list[dict]:
         raise SystemExit(f"no calibration modules in {args.modules_dir}")
     rows = run_all(modules, args.seeds, args.boot, args.quick)
     sys.stdout.write(text_table(rows))
+    if args.json is not None:
+        import json
+
+        args.json.write_text(json.dumps(rows, indent=1, default=float), encoding="utf-8")
     if args.write_docs:
         command = "python scripts/calibrate_statistics.py " + " ".join(argv if argv is not None else sys.argv[1:])
         write_docs(rows, args.docs, args.figure, command.strip())

@@ -97,3 +97,22 @@ def test_every_real_module_runs_in_quick_mode():
             assert r["role"] in ("default", "paper", "diagnostic"), (name, r)
     paired = runner.run_all({"paired": modules["paired"]}, 2, 20, True, log=open("/dev/null", "w"))
     assert {r["kind"] for r in paired} == {"interval", "test"} and len(paired) == 6
+
+
+def test_family_wise_rows_are_held_to_at_most_the_level():
+    """'any of a family, Holm' rows meet the target when they reject at most 6 % (+ Monte Carlo error);
+    per-test rows keep the two-sided band."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("_cal", Path(__file__).resolve().parents[1] / "scripts" / "calibrate_statistics.py")
+    cal = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cal)
+    row = {"kind": "test", "quantity": "polarity cell test, any cell Holm p < 0.05", "rejection_rate": 0.0,
+           "n_seeds": 200, "target_met": False}
+    assert cal.family_wise_target(row)["target_met"] is True
+    assert cal.is_family_wise({**row, "quantity": "any of 6 win-rate tests, Holm p < 0.05"})
+    assert not cal.is_family_wise({**row, "quantity": "any of 18 per-occupation tests, raw p < 0.05"})
+    assert cal.family_wise_target({**row, "rejection_rate": 0.095})["target_met"] is False
+    per_test = {**row, "quantity": "p_male_win_rate", "target_met": False}
+    assert cal.family_wise_target(per_test)["target_met"] is False
