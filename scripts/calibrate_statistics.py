@@ -223,7 +223,7 @@ def figure(rows: list[dict], path: Path) -> None:
         ax.set_title(f"{kind}s ({len(chosen)}); x = target missed, grey square = paper's (kept by name), "
                      "grey diamond = diagnostic", fontsize=7)
     seeds = sorted({r["n_seeds"] for r in rows})
-    boots = sorted({r["n_boot"] for r in rows})
+    boots = sorted({r["n_boot"] for r in rows if r["n_boot"]})  # rows of tests without a bootstrap carry 0
     fig.suptitle(f"Calibration: {', '.join(map(str, seeds))} seeds, {', '.join(map(str, boots))} bootstrap replicates",
                  fontsize=9)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -247,7 +247,7 @@ def write_docs(rows: list[dict], docs: Path = DOCS, figure_path: Path | None = F
     _, tail = rest.split(END, 1)
     stamp = time.strftime("%Y-%m-%d", time.gmtime())
     seeds = sorted({r["n_seeds"] for r in rows})
-    boots = sorted({r["n_boot"] for r in rows})
+    boots = sorted({r["n_boot"] for r in rows if r["n_boot"]})  # rows of tests without a bootstrap carry 0
     note = (f"\nWritten by `{command or 'python scripts/calibrate_statistics.py --write-docs'}` on {stamp}: "
             f"{', '.join(map(str, seeds))} seeds, {', '.join(map(str, boots))} bootstrap replicates. "
             f"Target met: {target_summary(rows)[0]} of {target_summary(rows)[1]} default rows with a target "
