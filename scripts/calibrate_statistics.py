@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from scripts.calibration import DEFAULT_ROLE, ROLES, ROW_FIELDS  # noqa: E402
+from scripts.calibration import DEFAULT_ROLE, ROLES, ROW_FIELDS, mc_allowance  # noqa: E402
 
 CALIBRATION_DIR = ROOT / "scripts" / "calibration"
 #: the calibration modules, in the table's order
@@ -124,7 +124,7 @@ def family_wise_target(row: dict) -> dict:
     per-test rows of the same family keep the 4-6 % band."""
     if not is_family_wise(row) or not _finite(row.get("rejection_rate")) or not _finite(row.get("n_seeds")):
         return row
-    allowance = 1.96 * math.sqrt(0.05 * 0.95 / max(float(row["n_seeds"]), 1.0))
+    allowance = mc_allowance(int(row["n_seeds"]))
     return {**row, "target_met": bool(float(row["rejection_rate"]) <= REJECTION_BAND[1] + allowance)}
 
 

@@ -33,3 +33,38 @@ ROW_FIELDS = (
 #: the roles a row may have (:data:`ROW_FIELDS`), and the one a row without ``role`` gets
 ROLES = ("default", "paper", "diagnostic")
 DEFAULT_ROLE = "default"
+
+
+def mc_allowance(n_seeds: int) -> float:
+    """Monte Carlo error (1.96 standard errors) of a 5 % rate estimated from ``n_seeds`` seeds."""
+    import math
+
+    return 1.96 * math.sqrt(0.05 * 0.95 / max(n_seeds, 1))
+
+
+def rate_row(benchmark, quantity, kind, design, dgp, truth, estimates, hits, n_seeds, n_boot, seed, note="",
+             role=DEFAULT_ROLE) -> dict:
+    """One row of :data:`ROW_FIELDS` from per-seed ``hits`` (covered / rejected, NaN left out) and
+    ``estimates``: coverage for ``kind == "interval"``, rejection rate for ``kind == "test"``, and
+    whether it lies in 93-97 % / 4-6 % allowing :func:`mc_allowance`."""
+    import math
+
+    import numpy as np
+
+    hits = np.asarray(hits, dtype=float)
+    hits = hits[np.isfinite(hits)]
+    rate = float(hits.mean()) if hits.size else math.nan
+    mc = mc_allowance(n_seeds)
+    coverage = rate if kind == "interval" else math.nan
+    rejection = rate if kind == "test" else math.nan
+    if kind == "interval" and math.isfinite(coverage):
+        met = bool(0.93 - mc <= coverage <= 0.97 + mc)
+    elif kind == "test" and math.isfinite(rejection):
+        met = bool(0.04 - mc <= rejection <= 0.06 + mc)
+    else:
+        met = None
+    row = {"benchmark": benchmark, "quantity": quantity, "kind": kind, "design": design, "dgp": dgp,
+           "truth": float(truth), "mean_estimate": float(np.nanmean(estimates)) if len(estimates) else math.nan,
+           "coverage": coverage, "rejection_rate": rejection, "n_seeds": n_seeds, "n_boot": n_boot, "seed": seed,
+           "target_met": met, "note": note, "role": role}
+    return {k: row[k] for k in ROW_FIELDS}

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from lm_eval_bias.stats.paired import paired_cluster_bootstrap
-from scripts.calibration import ROW_FIELDS
+from scripts.calibration import rate_row
 
 BENCHMARK = "paired"
 
@@ -74,23 +74,7 @@ def cf_vqa_truth(alpha: float, n: int = 400_000, seed: int = 98) -> float:
 
 # -- rows ---------------------------------------------------------------------------------------------
 def _row(quantity, kind, design, dgp, truth, estimates, hits, n_seeds, n_boot, seed, note="") -> dict[str, Any]:
-    hits = np.asarray(hits, dtype=float)
-    hits = hits[np.isfinite(hits)]
-    rate = float(hits.mean()) if hits.size else math.nan
-    mc = 1.96 * math.sqrt(0.05 * 0.95 / max(n_seeds, 1))  # Monte Carlo error of a 5 % rate
-    coverage = rate if kind == "interval" else math.nan
-    rejection = rate if kind == "test" else math.nan
-    if kind == "interval" and math.isfinite(coverage):
-        met = bool(0.93 - mc <= coverage <= 0.97 + mc)
-    elif kind == "test" and math.isfinite(rejection):
-        met = bool(0.04 - mc <= rejection <= 0.06 + mc)
-    else:
-        met = None
-    row = {"benchmark": BENCHMARK, "quantity": quantity, "kind": kind, "design": design, "dgp": dgp,
-           "truth": float(truth), "mean_estimate": float(np.nanmean(estimates)) if len(estimates) else math.nan,
-           "coverage": coverage, "rejection_rate": rejection, "n_seeds": n_seeds, "n_boot": n_boot, "seed": seed,
-           "target_met": met, "note": note, "role": "default"}
-    return {k: row[k] for k in ROW_FIELDS}
+    return rate_row(BENCHMARK, quantity, kind, design, dgp, truth, estimates, hits, n_seeds, n_boot, seed, note)
 
 
 def _design_rows(name: str, key: str, simulate, truth_of, null: tuple[float, float], real: tuple[float, float],
