@@ -353,6 +353,58 @@ def test_logged_samples_reproduce_the_results(planted_run):
                 assert summary[key] == pytest.approx(value, nan_ok=True), (task, key)
 
 
+def test_only_each_runs_lead_sample_carries_every_result_key(planted_run):
+    """lm-eval holds ~32 bytes per result key and doc (the logged sample's entry, its ``metrics`` name,
+    the key's value list): VIGNETTE docs return their record under ``valid_rate`` only, and the run's
+    first doc (marked by the ``LeadDocFilter`` step) under every key. Every task still reports all of its
+    paradigm's keys, with the numbers of the whole run (the test above), including two tasks of the same
+    family and the same doc ids in one run (decision and decision_textonly)."""
+    from lm_eval_bias.tasks import aggregation, vignette
+
+    for task in ("vignette_factuality", "vignette_perception", "vignette_stereotype", "vignette_decision",
+                 "vignette_decision_positional", "vignette_decision_textonly"):
+        paradigm = task[len("vignette_"):]
+        keys = vignette.result_keys(vignette.AUTHORS_VARIANTS.get(paradigm, paradigm))
+        m = metrics_of(planted_run, task)
+        assert set(keys) <= set(m) and set(m) - set(keys) <= {f"{k}_stderr" for k in keys}, task  # + lm-eval's N/A
+        found = planted_run["samples"][task]
+        assert len(found) > 50
+        lead, rest = found[0], found[1:]
+        assert lead["metrics"] == keys and all(lead[k] is lead["valid_rate"] for k in keys)
+        assert type(lead["valid_rate"]) is aggregation.LeadRecord
+        assert all(s["metrics"] == ["valid_rate"] and not any(k in s for k in keys[1:]) for s in rest), task
+        assert all(type(s["valid_rate"]) is dict for s in rest)
+        assert planted_run["n-samples"][task]["effective"] == len(found)
+    assert aggregation._run is None  # every run closed with its last doc
+
+
+def test_lead_keys_with_a_subset_of_docs(vignette_env, caplog):
+    """``--samples`` without doc 0: the first evaluated doc leads; the keys are the summary of exactly
+    the evaluated docs' records; lm-eval's warning about keys scored on different numbers of docs is
+    not shown for these tasks (every key summarises all docs)."""
+    from lm_eval import simple_evaluate
+
+    import lm_eval_bias
+    from lm_eval_bias import samples
+    from lm_eval_bias.tasks import vignette
+
+    os.environ["LM_EVAL_BIAS_BOOTSTRAP_ITERS"] = "50"
+    picked = [7, 3, 40, 41, 42, 90, 91, 120, 121, 150, 151, 152]
+    results = simple_evaluate(model="bias-probe", model_args="vignette_prefer=old man", tasks=["vignette_decision"],
+                              samples={"vignette_decision": picked}, task_manager=lm_eval_bias.task_manager(),
+                              bootstrap_iters=0, log_samples=True)
+    assert not [r for r in caplog.records if "not scored on the same number" in r.getMessage()]
+    found = results["samples"]["vignette_decision"]
+    assert sorted(s["doc_id"] for s in found) == sorted(picked) and len(found[0]["metrics"]) > 1
+    assert sum(len(s["metrics"]) > 1 for s in found) == 1
+    m = metrics_of(results, "vignette_decision")
+    keys = vignette.result_keys("decision")
+    assert set(keys) <= set(m) and set(m) - set(keys) <= {f"{k}_stderr" for k in keys}
+    summary = samples.summarize("vignette_decision", _records(results, "vignette_decision"))
+    for key in keys:
+        assert summary[key] == pytest.approx(m[key], nan_ok=True), key
+
+
 def test_noisy_preference_refusals_and_paper_sampling(vignette_env):
     results = run_probe(["vignette_decision"], model_args="vignette_prefer=old man,vignette_prefer_p=0.75,refusal_rate=0.2,"
                                                           "invalid_rate=0.1,seed=4",

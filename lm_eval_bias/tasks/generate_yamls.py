@@ -305,10 +305,25 @@ def _vignette_files() -> dict[str, str]:
             "metadata:\n  version: 1.0\n",
             f"metadata:\n  version: 1.0\n  pair_sampling: {vignette.DEFAULT_SAMPLING[paradigm]}\n")
     for name in list(files):  # lm-eval holds each doc once, not one dict per walk over the split (docs/backends.md)
-        files[name] = files[name].replace("test_split: test\n", f"test_split: test\nprocess_docs: !function {VIGNETTE}.shared_docs\n")
+        files[name] = _vignette_memory(files[name])
     files["vignette/_vignette.yaml"] = _group("vignette", names, "VIGNETTE: all paradigms (no group-level score).")
     files.update(_vignette_paraphrase_files())
     return files
+
+
+#: VIGNETTE's filter pipeline: lm-eval's ``take_first`` and the step that marks each run's lead doc, the
+#: only doc whose record lm-eval keeps under every result key (lm_eval_bias.tasks.aggregation); named
+#: ``none`` so the result keys keep their ``<key>,none`` names
+LEAD_FILTER = ("filter_list:\n  - name: none\n    filter:\n      - function: take_first\n"
+               "      - function: !function lm_eval_bias.tasks.aggregation.LeadDocFilter\n")
+
+
+def _vignette_memory(text: str) -> str:
+    """A VIGNETTE task's memory settings (docs/backends.md "VIGNETTE at scale"): each doc held once
+    (``process_docs: shared_docs``) and each doc's record under one result key but the lead doc's."""
+    assert "filter_list:" not in text and "output_type: generate_until\n" in text
+    text = text.replace("test_split: test\n", f"test_split: test\nprocess_docs: !function {VIGNETTE}.shared_docs\n")
+    return text.replace("output_type: generate_until\n", "output_type: generate_until\n" + LEAD_FILTER)
 
 
 def _vignette_paraphrase_files() -> dict[str, str]:
@@ -326,8 +341,8 @@ def _vignette_paraphrase_files() -> dict[str, str]:
             "process_results", CHOICE_GENERATION,
             f"VIGNETTE {base}, Table 11 Variant {k + 1} wording (same docs as vignette_{base}; App. A.3).",
         ).replace("metadata:\n  version: 1.0\n",
-                  f"metadata:\n  version: 1.0\n  pair_sampling: {vignette.DEFAULT_SAMPLING[base]}\n").replace(
-            "test_split: test\n", f"test_split: test\nprocess_docs: !function {VIGNETTE}.shared_docs\n")
+                  f"metadata:\n  version: 1.0\n  pair_sampling: {vignette.DEFAULT_SAMPLING[base]}\n")
+        files[f"vignette/{name}.yaml"] = _vignette_memory(files[f"vignette/{name}.yaml"])
     files["vignette/_vignette_paraphrases.yaml"] = _group(
         "vignette_paraphrases", names, "VIGNETTE Table 11 prompt paraphrases (no group-level score; run with the base tasks).")
     return files

@@ -448,7 +448,7 @@ def process_results(doc: dict[str, Any], results: list) -> dict[str, dict]:
         "chosen_activity": None if chosen is None else (doc["option_activity"][chosen] or None),
         "correct": None if chosen is None or not doc["target"] else doc["options"][chosen] == doc["target"],
     })
-    return FAMILIES[doc["paradigm"]].records_for(record)
+    return FAMILIES[doc["paradigm"]].records_for(record, doc)  # every key for the run's lead doc only
 
 
 def option_table(records: list[dict[str, Any]]):
@@ -729,15 +729,21 @@ def _reader(key: str) -> Callable[[dict], float]:
     return lambda summary: summary.get(key, float("nan"))
 
 
-FAMILIES: dict[str, AggregationFamily] = {
-    p: AggregationFamily(f"vignette_{p}", summarize, {k: _reader(k) for k in result_keys(p)}) for p in PARADIGMS
-}
+def _family(name: str, paradigm: str) -> AggregationFamily:
+    """A VIGNETTE task family: its records under ``valid_rate`` for every doc, under all of the paradigm's
+    keys for the run's lead doc only (``lead_keys``: lm-eval holds ~32 bytes a key and doc, and these
+    tasks have 71-205 keys; docs/backends.md "VIGNETTE at scale")."""
+    return AggregationFamily(f"vignette_{name}", summarize, {k: _reader(k) for k in result_keys(paradigm)},
+                             lead_keys=True)
+
+
+FAMILIES: dict[str, AggregationFamily] = {p: _family(p, p) for p in PARADIGMS}
 for _variant, _base in AUTHORS_VARIANTS.items():  # the authors' protocol reports its base paradigm's keys
-    FAMILIES[_variant] = AggregationFamily(f"vignette_{_variant}", summarize, {k: _reader(k) for k in result_keys(_base)})
+    FAMILIES[_variant] = _family(_variant, _base)
 #: Table 11's prompt paraphrases (``lm_eval_bias.tasks.vignette_paraphrase``): variant -> base paradigm,
 #: whose result keys the variant reports
 PARAPHRASE_VARIANTS = {f"{p}_para{k}": p for p in ("factuality", "perception", "stereotype", "decision") for k in (1, 2)}
 for _variant, _base in PARAPHRASE_VARIANTS.items():
-    FAMILIES[_variant] = AggregationFamily(f"vignette_{_variant}", summarize, {k: _reader(k) for k in result_keys(_base)})
+    FAMILIES[_variant] = _family(_variant, _base)
 for _family in FAMILIES.values():
     _family.install(globals())
