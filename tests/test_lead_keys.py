@@ -116,3 +116,19 @@ def test_lm_evals_uneven_count_warning_is_dropped_for_lead_tasks_only():
     assert not notice.filter(record(f"[toy_warn] {text}"))
     assert notice.filter(record(f"[other_task] {text}"))
     assert notice.filter(record("[toy_warn] something else"))
+
+
+def test_docs_are_known_by_identity_not_by_id():
+    """Duplicate doc ids still give one lead; docs that are not the objects the filter saw (a task
+    without shared docs: each walk over a dataset decodes fresh dicts) return every key, plain records."""
+    family = _family("toy_identity")
+    docs = [{"doc_id": "same", "x": x} for x in (1, 2, 3)]
+    raw, logged = _run(family, docs)
+    assert [len(k) for k in logged] == [3, 1, 1] and _aggregate(family, raw) == {"n": 3, "total": 6, "first": 1}
+
+    LeadDocFilter().apply([["a"], ["b"]], _docs([1, 2]))
+    copies = _docs([1, 2])  # equal dicts, other objects
+    outs = [family.records_for({"doc_id": d["doc_id"], "x": d["x"]}, d) for d in copies]
+    assert all(list(o) == ["n", "total", "first"] and type(o["total"]) is dict for o in outs)
+    aggregation.mark_lead_run([])  # no run open afterwards
+    assert aggregation._run is None

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Any, Callable, Hashable
+from typing import Any, Callable
 
 #: Resampling settings shared by every benchmark's aggregations (lm-eval passes no task config to
 #: aggregation functions, so they come from the environment).
@@ -56,12 +56,12 @@ def aggregation_name(family: str, key: str) -> str:
 def memoised_summary(family: str, summarize: Callable[[list], Any], items: list, first_key: bool = True) -> Any:
     """``summarize(items)``, computed once for the record objects of one task.
 
-    For a key other than a family's first (``first_key=False``), ``items`` made only of
-    :class:`LeadRecord` objects are the lead record(s) of a lead-keys run: they read the memoised
-    summary of this family whose records include them, the first key's, which lm-eval aggregates first.
-    If there is none the summary of the whole run cannot be recovered from the lead records, and this
-    raises instead of reporting a summary of the lead docs alone."""
-    if not first_key and items and all(type(r) is LeadRecord for r in items):
+    For a key other than a family's first (``first_key=False``), ``items`` holding a
+    :class:`LeadRecord` are (or include) the lead record(s) of a lead-keys run: they read the latest
+    memoised summary of this family whose records include all of them, the first key's, which lm-eval
+    aggregates first. If there is none the summary of the whole run cannot be recovered from them, and
+    this raises instead of reporting a summary of the lead docs alone."""
+    if not first_key and any(type(r) is LeadRecord for r in items):
         for memo_key in reversed(list(_memo)):  # the latest first: the first key's summary of this run
             if memo_key[0] != family or len(memo_key[1]) < len(items):
                 continue
@@ -90,18 +90,19 @@ def memoised_summary(family: str, summarize: Callable[[list], Any], items: list,
 
 # -- the lead doc of a run -----------------------------------------------------------------------------
 class _LeadRun:
-    """The docs of one task's instances, in order, as the filter saw them: the first is the lead."""
+    """The docs of one task's instances, in order, as the filter saw them: the first is the lead. Docs
+    are known by identity: the lead-keys tasks hand lm-eval one dict per doc for all its walks over the
+    split (``process_docs``, e.g. ``vignette.shared_docs``); a doc ``process_results`` gets that is not
+    one of these objects returns every key (:func:`lead_role`), so nothing depends on doc ids being
+    unique. The run holds the docs, so their ids are not reused while it is open."""
 
-    def __init__(self, keys: list[Hashable]) -> None:
-        self.lead = keys[0]
-        self.pending = set(keys)
+    def __init__(self, docs: list[dict]) -> None:
+        self.docs = docs
+        self.lead = id(docs[0])
+        self.pending = set(map(id, docs))
 
 
 _run: _LeadRun | None = None
-
-
-def _lead_key(doc: dict) -> Hashable:
-    return doc["doc_id"] if "doc_id" in doc else id(doc)
 
 
 def mark_lead_run(docs: list[dict]) -> None:
@@ -109,7 +110,7 @@ def mark_lead_run(docs: list[dict]) -> None:
     results lm-eval will process). lm-eval applies a task's filters and then processes that task's docs
     before the next task's filters, so one run is open at a time."""
     global _run
-    _run = _LeadRun([_lead_key(d) for d in docs]) if docs else None
+    _run = _LeadRun(list(docs)) if docs else None
 
 
 def lead_role(doc: dict) -> str:
@@ -121,7 +122,7 @@ def lead_role(doc: dict) -> str:
     run = _run
     if run is None:
         return "all"
-    key = _lead_key(doc)
+    key = id(doc)
     if key not in run.pending:
         return "all"
     run.pending.discard(key)
