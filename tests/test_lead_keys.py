@@ -132,3 +132,14 @@ def test_docs_are_known_by_identity_not_by_id():
     assert all(list(o) == ["n", "total", "first"] and type(o["total"]) is dict for o in outs)
     aggregation.mark_lead_run([])  # no run open afterwards
     assert aggregation._run is None
+
+
+def test_every_key_on_every_doc_when_asked(monkeypatch):
+    """``LM_EVAL_BIAS_ALL_KEYS_PER_DOC=1`` (for consumers that read every metric of every sample, such as
+    lm-eval's W&B sample table): the old behaviour, same numbers."""
+    monkeypatch.setenv(aggregation.ALL_KEYS_ENV, "1")
+    family = _family("toy_all")
+    raw, logged = _run(family, _docs([2, 7, 1]))
+    assert all(keys == ["n", "total", "first"] for keys in logged)
+    assert all(type(v) is dict for v in raw[("total", "none")]) and len(raw[("total", "none")]) == 3
+    assert _aggregate(family, raw) == {"n": 3, "total": 10, "first": 2}

@@ -16,7 +16,8 @@ lm-eval 0.4.13 documents that a doc may return a subset of the keys (``_compute_
 ``n-samples`` is the largest count of any key) and aggregates the keys in the order they first
 appeared, so the first key's aggregation summarises every record, and each other key, handed only the
 lead record(s), reads the same memoised summary (:func:`memoised_summary`). A doc evaluated outside a
-filtered run (a direct ``process_results`` call, a YAML without the filter) returns every key.
+filtered run (a direct ``process_results`` call, a YAML without the filter) returns every key, and so
+does every doc with ``LM_EVAL_BIAS_ALL_KEYS_PER_DOC=1``.
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ from typing import Any, Callable
 BOOTSTRAP_ITERS_ENV = "LM_EVAL_BIAS_BOOTSTRAP_ITERS"
 BOOTSTRAP_SEED_ENV = "LM_EVAL_BIAS_BOOTSTRAP_SEED"
 NULL_ITERS_ENV = "LM_EVAL_BIAS_NULL_ITERS"
+#: ``1``: every doc of a lead-keys family returns every key, as before (lm-eval's W&B sample table,
+#: ``--wandb_args`` with ``--log_samples``, reads every metric of every sample)
+ALL_KEYS_ENV = "LM_EVAL_BIAS_ALL_KEYS_PER_DOC"
 
 _memo: dict[tuple, Any] = {}
 #: memo key -> set of the ids of its records (made when a lead record is looked up in it)
@@ -204,7 +208,7 @@ class AggregationFamily:
         """``process_results`` return value: the doc's record under every key; for a ``lead_keys``
         family given the ``doc``, under the first key only unless the doc is its run's lead
         (:func:`lead_role`; module docstring)."""
-        if self.lead_keys and doc is not None:
+        if self.lead_keys and doc is not None and os.environ.get(ALL_KEYS_ENV, "0") != "1":
             role = lead_role(doc)
             if role == "first":
                 return {self._first: record}
