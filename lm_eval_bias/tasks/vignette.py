@@ -729,7 +729,7 @@ def _reader(key: str) -> Callable[[dict], float]:
     return lambda summary: summary.get(key, float("nan"))
 
 
-def _family(name: str, paradigm: str) -> AggregationFamily:
+def _task_family(name: str, paradigm: str) -> AggregationFamily:
     """A VIGNETTE task family: its records under ``valid_rate`` for every doc, under all of the paradigm's
     keys for the run's lead doc only (``lead_keys``: lm-eval holds ~32 bytes a key and doc, and these
     tasks have 71-205 keys; docs/backends.md "VIGNETTE at scale")."""
@@ -737,13 +737,13 @@ def _family(name: str, paradigm: str) -> AggregationFamily:
                              lead_keys=True)
 
 
-FAMILIES: dict[str, AggregationFamily] = {p: _family(p, p) for p in PARADIGMS}
+FAMILIES: dict[str, AggregationFamily] = {p: _task_family(p, p) for p in PARADIGMS}
 for _variant, _base in AUTHORS_VARIANTS.items():  # the authors' protocol reports its base paradigm's keys
-    FAMILIES[_variant] = _family(_variant, _base)
+    FAMILIES[_variant] = _task_family(_variant, _base)
 #: Table 11's prompt paraphrases (``lm_eval_bias.tasks.vignette_paraphrase``): variant -> base paradigm,
 #: whose result keys the variant reports
 PARAPHRASE_VARIANTS = {f"{p}_para{k}": p for p in ("factuality", "perception", "stereotype", "decision") for k in (1, 2)}
 for _variant, _base in PARAPHRASE_VARIANTS.items():
-    FAMILIES[_variant] = _family(_variant, _base)
+    FAMILIES[_variant] = _task_family(_variant, _base)
 for _family in FAMILIES.values():
     _family.install(globals())
