@@ -57,15 +57,19 @@ def aggregation_name(family: str, key: str) -> str:
     return f"agg_{family}__{key}"
 
 
-def memoised_summary(family: str, summarize: Callable[[list], Any], items: list, first_key: bool = True) -> Any:
+def memoised_summary(family: str, summarize: Callable[[list], Any], items: list, lead_lookup: bool = False) -> Any:
     """``summarize(items)``, computed once for the record objects of one task.
 
-    For a key other than a family's first (``first_key=False``), ``items`` holding a
-    :class:`LeadRecord` are (or include) the lead record(s) of a lead-keys run: they read the latest
-    memoised summary of this family whose records include all of them, the first key's, which lm-eval
-    aggregates first. If there is none the summary of the whole run cannot be recovered from them, and
-    this raises instead of reporting a summary of the lead docs alone."""
-    if not first_key and any(type(r) is LeadRecord for r in items):
+    ``lead_lookup`` (a lead-keys family's keys other than the first): ``items`` holding a
+    :class:`LeadRecord` are (or include) the lead record(s) of a run, and read the latest memoised
+    summary of this family whose records include all of them, the first key's, which lm-eval aggregates
+    first. If there is none the summary of the whole run cannot be recovered from them, and this raises
+    instead of reporting a summary of the lead docs alone."""
+    key = (family, tuple(map(id, items)))
+    summary = _memo.get(key)
+    if summary is not None:
+        return summary
+    if lead_lookup and any(type(r) is LeadRecord for r in items):
         for memo_key in reversed(list(_memo)):  # the latest first: the first key's summary of this run
             if memo_key[0] != family or len(memo_key[1]) < len(items):
                 continue
@@ -78,10 +82,6 @@ def memoised_summary(family: str, summarize: Callable[[list], Any], items: list,
             f"{family}: asked for a result key with only the run's lead record(s) ({len(items)}) and no summary of "
             "the whole run to read it from: the family's first key must be aggregated first (lm-eval does this; "
             "see lm_eval_bias.tasks.aggregation)")
-    key = (family, tuple(map(id, items)))
-    summary = _memo.get(key)
-    if summary is not None:
-        return summary
     if len(_memo) > 8:
         _memo.clear()
         _members.clear()
@@ -169,7 +169,7 @@ class LeadDocFilter(_Filter):
         pass
 
     def apply(self, resps, docs):
-        mark_lead_run(list(docs))
+        mark_lead_run(docs)
         return resps
 
 
@@ -190,10 +190,10 @@ class AggregationFamily:
     def function(self, key: str) -> Callable[[list], float]:
         reader = self.keys[key]
 
-        first_key = key == self._first
+        lead_lookup = self.lead_keys and key != self._first
 
         def aggregate(items: list) -> float:
-            return float(reader(memoised_summary(self.family, self.summarize, items, first_key)))
+            return float(reader(memoised_summary(self.family, self.summarize, items, lead_lookup)))
 
         aggregate.__name__ = aggregation_name(self.family, key)
         aggregate.__doc__ = f"Result {key!r} of the {self.family} task family."
