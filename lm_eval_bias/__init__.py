@@ -23,10 +23,10 @@ def task_manager(include_defaults: bool = False, include_path=None, **kwargs):
     """
     from lm_eval.tasks import TaskManager
 
-    from lm_eval_bias.registration import register_plugin
+    from lm_eval_bias.core.registration import register_plugin
 
     register_plugin()
-    from lm_eval_bias.harness import harness_loads_plugin_tasks
+    from lm_eval_bias.core.harness import harness_loads_plugin_tasks
 
     # a harness that reads the `lm_eval.tasks` entry point (PR #4015) indexes the folder itself
     paths: list = [] if harness_loads_plugin_tasks() else [tasks_dir()]

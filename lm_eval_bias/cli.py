@@ -41,16 +41,18 @@ from lm_eval_bias import __version__, tasks_dir
 
 _HARNESS_COMMANDS = ("run", "ls", "validate")
 
-# -- credentials in --model_args ------------------------------------------------------------------------
-REDACTED = "<redacted>"
-#: words that make a model-argument name credential-like (case-insensitive substrings)
-CREDENTIAL_WORDS = ("key", "token", "secret", "password", "passwd", "auth", "credential")
-#: lm-eval / vLLM / transformers model arguments that contain one of those words but hold no secret
-NOT_CREDENTIALS = frozenset({
-    "add_bos_token", "think_end_token", "custom_prefix_token_id", "prefix_token_id", "image_token_id",
-    "max_tokens_to_sample", "max_num_batched_tokens", "max_tokens", "max_new_tokens",
-})
-_TOKENIZER = re.compile(r"tokeni[sz]")
+# -- credentials in --model_args (the redaction itself: lm_eval_bias.core.redaction) ------------------------
+from lm_eval_bias.core.redaction import (  # noqa: E402 - re-exported: callers and tests import them from here
+    CREDENTIAL_WORDS,
+    NOT_CREDENTIALS,
+    REDACTED,
+    Redactor,
+    is_credential_name,
+    redact_model_args,
+    redact_text,
+    restore,
+)
+
 #: lm-eval backend -> where it reads its credential from
 CREDENTIAL_ENV = {
     "openai-completions": "OPENAI_API_KEY", "openai-chat-completions": "OPENAI_API_KEY",
@@ -67,63 +69,6 @@ CREDENTIAL_ENV = {
 }
 
 
-def is_credential_name(name: Any) -> bool:
-    """Whether a model-argument name looks like it holds a credential: it contains key, token, secret,
-    password, passwd, auth or credential (any case; ``api_key``, ``hf_token``, ``access_token``,
-    ``Authorization``), unless it is a tokenizer setting (``tokenizer``, ``tokenized_requests``) or
-    one of :data:`NOT_CREDENTIALS` (``add_bos_token``, ``max_tokens`` ...)."""
-    lowered = str(name).lower()
-    if lowered in NOT_CREDENTIALS:
-        return False
-    return any(word in _TOKENIZER.sub("", lowered) for word in CREDENTIAL_WORDS)
-
-
-def redact_model_args(args: Any) -> Any:
-    """``args`` (a dict, possibly nested, or an lm-eval ``key=value,...`` string, parsed to a dict)
-    with every credential-like value replaced by :data:`REDACTED` (booleans and None are kept:
-    ``use_auth_token=True`` holds no secret). The input is not changed."""
-    if isinstance(args, str):
-        from lm_eval.utils import simple_parse_args_string
-
-        args = simple_parse_args_string(args) if args.strip() else {}
-    if not isinstance(args, dict):
-        return args
-    out = {}
-    for key, value in args.items():
-        if isinstance(value, dict):
-            out[key] = redact_model_args(value) if not is_credential_name(key) else {k: REDACTED for k in value}
-        elif is_credential_name(key) and value is not None and not isinstance(value, bool) and value != REDACTED:
-            out[key] = REDACTED
-        else:
-            out[key] = value
-    return out
-
-
-def _hidden(original: Any, redacted: Any, path: str = "") -> list[tuple[str, Any]]:
-    """(dotted name, original value) of every value :func:`redact_model_args` replaced."""
-    if isinstance(redacted, dict) and isinstance(original, dict):
-        return [hit for key, value in redacted.items() if key in original
-                for hit in _hidden(original[key], value, f"{path}.{key}" if path else str(key))]
-    if isinstance(redacted, str) and redacted == REDACTED and original is not None and original != REDACTED:
-        return [(path, original)]
-    return []
-
-
-def _unredact(value: Any, original: Any) -> Any:
-    """``value`` with each :data:`REDACTED` put back from ``original`` at the same place."""
-    if isinstance(value, dict) and isinstance(original, dict):
-        return {k: _unredact(v, original[k]) if k in original else v for k, v in value.items()}
-    if isinstance(value, str) and value == REDACTED and original is not None:
-        return original
-    return value
-
-
-def _scrub(text: str, secrets: list[str]) -> str:
-    for secret in secrets:
-        text = text.replace(secret, REDACTED)
-    return text
-
-
 class _ScrubFilter(logging.Filter):
     """Handler filter replacing secret values in a log record's message by :data:`REDACTED`."""
 
@@ -132,11 +77,10 @@ class _ScrubFilter(logging.Filter):
         self.redaction = redaction
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if self.redaction.secrets:
-            message = record.getMessage()
-            scrubbed = _scrub(message, self.redaction.secrets)
-            if scrubbed != message:
-                record.msg, record.args = scrubbed, None
+        message = record.getMessage()
+        scrubbed = self.redaction.text(message)
+        if scrubbed != message:
+            record.msg, record.args = scrubbed, None
         return True
 
 
@@ -148,7 +92,7 @@ class _ModelWithSecrets:
         self._cls, self._original = cls, original
 
     def create_from_arg_obj(self, arg_dict: dict, additional_config: dict | None = None):
-        return self._cls.create_from_arg_obj(_unredact(arg_dict, self._original), additional_config)
+        return self._cls.create_from_arg_obj(restore(arg_dict, self._original), additional_config)
 
     def create_from_arg_string(self, arg_string: str, additional_config: dict | None = None):
         if REDACTED not in arg_string:
@@ -161,55 +105,9 @@ class _ModelWithSecrets:
         return getattr(self._cls, name)
 
 
-class _Redaction:
-    """What one ``run`` redacted: originals (to rebuild the model) and the secret texts (to scrub logs)."""
-
-    def __init__(self) -> None:
-        self.original: dict = {}
-        self.secrets: list[str] = []
-        self.keys: list[str] = []
-
-    def redact(self, model_args: Any) -> Any:
-        if isinstance(model_args, str):
-            from lm_eval.utils import simple_parse_args_string
-
-            model_args = simple_parse_args_string(model_args) if model_args.strip() else {}
-        if not isinstance(model_args, dict):
-            return model_args
-        redacted = redact_model_args(model_args)
-        self.original = {**self.original, **model_args}
-        hidden = _hidden(model_args, redacted)
-        texts = {str(value) for _, value in hidden if len(str(value)) >= 4}  # shorter: scrubbing would garble logs
-        self.secrets = sorted(set(self.secrets) | texts, key=len, reverse=True)
-        self.keys += [name for name, _ in hidden if name not in self.keys]
-        return redacted
-
-    def scan_argv(self, argv: list[str]) -> None:
-        """Note, as secrets to scrub from log lines, every credential-like ``key=value`` (or JSON
-        member) on the command line — also values a later ``--model_args`` overrides, which lm-eval
-        logs while parsing ("Overwriting api_key: ... -> ...")."""
-        import json
-
-        def walk(obj: Any) -> list[str]:
-            if not isinstance(obj, dict):
-                return []
-            found = []
-            for key, value in obj.items():
-                if isinstance(value, dict):
-                    found += [str(v) for v in value.values()] if is_credential_name(key) else walk(value)
-                elif is_credential_name(key) and value is not None and not isinstance(value, bool):
-                    found.append(str(value))
-            return found
-
-        texts: list[str] = []
-        for arg in argv:
-            try:
-                texts += walk(json.loads(arg))
-            except ValueError:
-                pairs = (part.split("=", 1) for part in str(arg).split(",") if "=" in part)
-                texts += [value.strip() for key, value in pairs if is_credential_name(key.strip().lstrip("-"))]
-        texts = [t for t in texts if len(t) >= 4 and t != REDACTED]
-        self.secrets = sorted(set(self.secrets) | set(texts), key=len, reverse=True)
+class _Redaction(Redactor):
+    """What one ``run`` redacted (:class:`~lm_eval_bias.core.redaction.Redactor`: originals to rebuild
+    the model, secret texts to scrub), and how it is applied to lm-eval for the run."""
 
     def warn(self, model: str | None) -> None:
         if not self.keys:
@@ -279,7 +177,7 @@ class _Redaction:
             for each in loggers:
                 each.removeFilter(hold)
             for record in held:
-                record.msg, record.args = _scrub(record.getMessage(), self.secrets), None
+                record.msg, record.args = self.text(record.getMessage()), None
                 logging.getLogger(record.name).handle(record)
 
 
@@ -295,8 +193,8 @@ def _build_main(argv: list[str]) -> int:
 
 def _with_plugin_tasks(include_path):
     """``--include_path`` value that adds the plugin's task folder to the user's (if any), unless the
-    harness indexes the plugin's ``lm_eval.tasks`` entry point itself (:mod:`lm_eval_bias.harness`)."""
-    from lm_eval_bias.harness import harness_loads_plugin_tasks
+    harness indexes the plugin's ``lm_eval.tasks`` entry point itself (:mod:`lm_eval_bias.core.harness`)."""
+    from lm_eval_bias.core.harness import harness_loads_plugin_tasks
 
     if harness_loads_plugin_tasks():
         return include_path
@@ -312,7 +210,7 @@ def run_harness(argv: list[str]) -> None:
     os.environ.setdefault("LMEVAL_HASHMM", "0")
     from lm_eval.utils import setup_logging
 
-    from lm_eval_bias.registration import register_plugin
+    from lm_eval_bias.core.registration import register_plugin
 
     register_plugin()
     from lm_eval._cli import HarnessCLI
@@ -326,7 +224,14 @@ def run_harness(argv: list[str]) -> None:
         cli = HarnessCLI()
         _name_as_lm_eval_bias(cli)
         with redaction.parsing():
-            args = cli.parse_args()
+            try:
+                args = cli.parse_args()
+            except ValueError as exc:  # lm-eval's parse of a JSON --model_args / --gen_kwargs / --metadata
+                if _DEBUG:
+                    raise
+                print(f"error: {argv[0] if argv and not argv[0].startswith('-') else 'run'}: bad argument: "
+                      f"{redaction.text(str(exc))}", file=sys.stderr)
+                raise SystemExit(2) from None
             if getattr(args, "command", None) == "run" and getattr(args, "model_args", None):
                 args.model_args = redaction.redact(args.model_args)
     finally:
@@ -350,7 +255,7 @@ def run_harness(argv: list[str]) -> None:
             print(f"error: {exc}", file=sys.stderr)
             raise SystemExit(2) from None
     if getattr(args, "command", None) == "run" and getattr(args, "tasks", None):  # before lm-eval loads the model
-        from lm_eval_bias.data import DataSourceError
+        from lm_eval_bias.core.data import DataSourceError
 
         try:
             check_task_data(args.tasks, args.model_args, getattr(args, "metadata", None), getattr(args, "config", None))
@@ -359,7 +264,8 @@ def run_harness(argv: list[str]) -> None:
             raise SystemExit(2) from None
     if getattr(args, "command", None) in ("run", "validate") and _only_plugin_tasks(getattr(args, "tasks", None)):
         _skip_builtin_task_index()
-    from lm_eval_bias.data import DataSourceError
+    from lm_eval_bias.core.data import DataSourceError
+    from lm_eval_bias.models.deferred import MissingExtraError
 
     try:
         if getattr(args, "command", None) == "run":
@@ -368,13 +274,51 @@ def run_harness(argv: list[str]) -> None:
         else:
             cli.execute(args)
     except DataSourceError as exc:  # no dataset, or one of the wrong shape: the message says what to do
+        print(f"error: {redaction.text(str(exc))}", file=sys.stderr)
+        raise SystemExit(2) from None
+    except MissingExtraError as exc:  # a plugin backend whose extra is not installed (lm_eval_bias/models/deferred.py)
         print(f"error: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
-    except ValueError as exc:  # lm-eval's "Tasks not found: a, b" for names that are not the plugin's
-        if not str(exc).startswith("Tasks not found: "):
+    except Exception as exc:  # a backend's error (HTTP 401 ... for url: ...?key=...): one line, credentials redacted
+        text = redaction.text(str(exc))
+        if isinstance(exc, ValueError) and text.startswith("Tasks not found: "):  # names that are not the plugin's
+            print(f"error: {text}; `lm-eval-bias ls tasks` lists them", file=sys.stderr)
+            raise SystemExit(2) from None
+        if _DEBUG:
+            exc.args = (text,)
             raise
-        print(f"error: {exc}; `lm-eval-bias ls tasks` lists them", file=sys.stderr)
-        raise SystemExit(2) from None
+        if _is_model_argument_error(exc):  # a misspelled or missing model argument: the user's input
+            print(f"error: --model_args: {text}{_argument_hint(exc, redaction.original)}", file=sys.stderr)
+            raise SystemExit(2) from None
+        print(f"error: {args.command}: {type(exc).__name__}: {text}{_argument_hint(exc, redaction.original)} "
+              "(rerun with --debug for the traceback)", file=sys.stderr)
+        raise SystemExit(1) from None
+
+
+def _is_model_argument_error(exc: BaseException) -> bool:
+    """bias-probe's refusal of an argument, or a model constructor's TypeError about its arguments."""
+    from lm_eval_bias.models.bias_probe import ModelArgumentError
+
+    if isinstance(exc, ModelArgumentError) or (isinstance(exc, ValueError) and str(exc).startswith("Invalid JSON")):
+        return True  # bias-probe's own check; lm-eval's parse of a JSON --model_args
+    return isinstance(exc, TypeError) and bool(
+        re.search(r"__init__\(\) (?:missing \d+ required|got an unexpected keyword argument)", str(exc)))
+
+
+def _argument_hint(exc: BaseException, model_args: Any) -> str:
+    """``; did you mean 'pretrained' (--model_args has 'pretrainde')?`` when a model's constructor
+    misses a required argument that a given model argument misspells."""
+    import difflib
+
+    if not isinstance(exc, TypeError) or not isinstance(model_args, dict):
+        return ""
+    missing = re.search(r"missing \d+ required (?:positional |keyword-only )?arguments?: (.+)$", str(exc))
+    hints = []
+    for name in re.findall(r"'(\w+)'", missing.group(1)) if missing else []:
+        close = difflib.get_close_matches(name, [str(k) for k in model_args], n=1, cutoff=0.6)
+        if close:
+            hints.append(f"did you mean {name!r} (--model_args has {close[0]!r})?")
+    return "; " + " ".join(hints) if hints else ""
 
 
 #: lm-eval sub-commands whose help and error messages name them as ``lm-eval-bias <command>``
@@ -451,7 +395,7 @@ def plugin_task_names() -> list[str]:
     return names
 
 
-#: datasets (:data:`lm_eval_bias.data.DEFAULT_HUB_IDS` names) read by each plugin task module's doc loaders
+#: datasets (:data:`lm_eval_bias.core.data.DEFAULT_HUB_IDS` names) read by each plugin task module's doc loaders
 _MODULE_DATASETS = {"reflect": ("focus",), "fact_or_fair": ("fact_or_fair",), "cf_vqa": ("cf_vqa",),
                     "vignette": ("vignette",)}
 
@@ -473,7 +417,7 @@ def plugin_task_datasets(tasks) -> list[str]:
             return
         seen.add(name)
         text = texts[name]
-        for module, function in re.findall(r"^custom_dataset:\s*!function lm_eval_bias\.tasks\.(\w+)\.(\w+)", text, re.M):
+        for module, function in re.findall(r"^custom_dataset:\s*!function lm_eval_bias\.(\w+)\.tasks\.(\w+)", text, re.M):
             for dataset in _MODULE_DATASETS.get(module, ()) + (("focus_bios",) if function == "load_salary_docs" else ()):
                 if dataset not in found:
                     found.append(dataset)
@@ -487,14 +431,14 @@ def plugin_task_datasets(tasks) -> list[str]:
 
 
 def check_task_data(tasks, model_args=None, metadata=None, config=None) -> None:
-    """Raise :class:`~lm_eval_bias.data.DataSourceError` (whose message says how to build or point to
+    """Raise :class:`~lm_eval_bias.core.data.DataSourceError` (whose message says how to build or point to
     the data) when a requested plugin task's dataset cannot be found — before lm-eval imports torch
     and loads the model. Reads ``hub_id`` / ``bios_hub_id`` as the tasks will (``--model_args``
     merged with ``--metadata``). Skipped with ``--config`` (its file may point tasks elsewhere); a
     dataset that is there is not loaded here."""
     if config:
         return
-    from lm_eval_bias import data
+    from lm_eval_bias.core import data
 
     merged: dict = {}
     for part in (model_args, metadata):
@@ -596,11 +540,17 @@ COMMANDS: dict[str, str] = {
     "ls": "list tasks, groups, subtasks or tags (lm-eval's ls, plugin tasks included)",
     "validate": "check that tasks exist (lm-eval's validate, plugin tasks included)",
     "tasks-dir": "print the plugin's task folder, for lm_eval --include_path",
-    "build": "build a dataset (focus, focus-bios, fact-or-fair, cf-vqa, vignette) from the authors' files",
+    "build": "build a dataset (focus, focus-bios, fact-or-fair, cf-vqa, vignette, vignette-pata) from the authors' files",
     "score": "score outputs made outside the harness (fact-or-fair-t2i: text-to-image face labels)",
     "report": "HTML bias cards, figures, tables and a leaderboard from run folders",
     "reflect-compare": "REFLECT Tables 7, 8, 10, 4 and App. B.2 mirroring: two runs compared, with intervals",
+    "replicate": "a run's values beside the numbers the papers print (paper: X · yours: Y [interval])",
     "vignette-import": "import the VIGNETTE authors' released model outputs as logged samples (for report)",
+    "vignette-real-vs-synthetic": "VIGNETTE real vs synthetic images (PATA): Tables 12-19, Figs. 9-10 from two runs",
+    "analyze": "the full analysis of runs from their logged samples: CSV, JSON and LaTeX tables",
+    "generate": "generate a benchmark's data the way its paper did (vignette images, cf-vqa pairs)",
+    "submit": "check a run and package it for a leaderboard (a Hub dataset id or a folder)",
+    "leaderboard": "build a leaderboard from submissions, re-verifying each (leaderboard build ...)",
     "demo": "offline demo: synthetic FOCUS data, the planted-bias bias-probe model, REFLECT",
     "version": "print the version",
 }
@@ -619,7 +569,8 @@ def main_help() -> str:
         "commands:",
         *lines,
         "",
-        "`lm-eval-bias COMMAND --help` shows a command's options. As with lm_eval, a bare",
+        "`lm-eval-bias COMMAND --help` shows a command's options; `--debug` (anywhere) shows a failure's",
+        "traceback instead of its one `error:` line. As with lm_eval, a bare",
         "`lm-eval-bias --model ...` means `run`. Start with:",
         "  lm-eval-bias demo",
         "  LM_EVAL_BIAS_DATA_DIR=demo_out/data lm-eval-bias run --model bias-probe --tasks focus_2afc_income",
@@ -643,7 +594,7 @@ def _version_main(argv: list[str]) -> int:
 
 
 def _score_main(argv: list[str]) -> int:
-    from lm_eval_bias import t2i_scoring
+    from lm_eval_bias.fact_or_fair import t2i as t2i_scoring
 
     parser = argparse.ArgumentParser(prog="lm-eval-bias score",
                                      description="Score model outputs made outside the harness.")
@@ -654,15 +605,64 @@ def _score_main(argv: list[str]) -> int:
 
 
 def _vignette_import_main(argv: list[str]) -> int:
-    from lm_eval_bias import vignette_import
+    from lm_eval_bias.vignette import importer as vignette_import
 
     return vignette_import.main(argv)
 
 
+def _replicate_main(argv: list[str]) -> int:
+    from lm_eval_bias import replicate
+
+    return replicate.main(argv)
+
+
+def _vignette_real_vs_synthetic_main(argv: list[str]) -> int:
+    from lm_eval_bias.vignette import real_images
+
+    return real_images.main(argv)
+
+
 def _reflect_compare_main(argv: list[str]) -> int:
-    from lm_eval_bias.report import reflect_compare
+    from lm_eval_bias.reflect import compare as reflect_compare
 
     return reflect_compare.main(argv)
+
+
+def _generate_main(argv: list[str]) -> int:
+    """``lm-eval-bias generate BENCHMARK ...``: each benchmark's generator owns its options."""
+    generators = {"vignette": "lm_eval_bias.vignette.generate", "cf-vqa": "lm_eval_bias.cf_vqa.generate"}
+    if not argv or argv[0] in ("-h", "--help"):
+        print("usage: lm-eval-bias generate {" + ",".join(generators) + "} [options]\n\n"
+              "Generate a benchmark's data the way its paper did; `lm-eval-bias generate BENCHMARK --help`.")
+        return 0
+    if argv[0] not in generators:
+        print(f"error: generate: unknown benchmark {argv[0]!r}; choose one of {', '.join(generators)}", file=sys.stderr)
+        return 2
+    import importlib
+
+    # a step that reads a generator's output is its own module (it imports the generator, not the reverse)
+    steps = {("vignette", "human-check"): "lm_eval_bias.vignette.human_check"}
+    if tuple(argv[:2]) in steps:
+        return int(importlib.import_module(steps[tuple(argv[:2])]).main(argv[2:]) or 0)
+    return int(importlib.import_module(generators[argv[0]]).main(argv[1:]) or 0)
+
+
+def _analyze_main(argv: list[str]) -> int:
+    from lm_eval_bias import analysis
+
+    return int(analysis.main(argv) or 0)
+
+
+def _submit_main(argv: list[str]) -> int:
+    from lm_eval_bias.leaderboard import submit
+
+    return int(submit.main(argv) or 0)
+
+
+def _leaderboard_main(argv: list[str]) -> int:
+    from lm_eval_bias.leaderboard import build
+
+    return int(build.main(argv) or 0)
 
 
 def _demo_main(argv: list[str]) -> int:
@@ -671,8 +671,42 @@ def _demo_main(argv: list[str]) -> int:
     return demo.main(argv, run_harness)
 
 
+#: ``--debug`` given: failures show their traceback instead of the one ``error:`` line
+_DEBUG = False
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Every failure ends in one line ``error: <what>: <why>`` on stderr and a non-zero exit (2: bad
+    input or usage, 1: anything else), no traceback, unless ``--debug`` is given (anywhere)."""
+    global _DEBUG
     argv = list(sys.argv[1:] if argv is None else argv)
+    _DEBUG = "--debug" in argv
+    argv = [a for a in argv if a != "--debug"]
+    try:
+        return _dispatch(argv)
+    except (SystemExit, KeyboardInterrupt):
+        raise
+    except Exception as exc:  # noqa: BLE001 - the one-line contract; --debug shows the traceback
+        if _DEBUG:
+            if len(exc.args) == 1 and isinstance(exc.args[0], str):
+                exc.args = (redact_text(exc.args[0]),)  # the traceback's message without credentials
+            raise
+        command = argv[0] if argv and not argv[0].startswith("-") else "run"
+        print(f"error: {command}: {_one_line(exc)} (rerun with --debug for the traceback)", file=sys.stderr)
+        return 1
+
+
+def _one_line(exc: BaseException) -> str:
+    """``exc`` as one line, credentials redacted: a file error names the file, others their type."""
+    if isinstance(exc, OSError) and exc.filename:
+        return redact_text(f"{os.fsdecode(exc.filename)}: {exc.strerror or exc}")
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not UTF-8 text ({exc.reason} at byte {exc.start})"
+    text = " ".join(str(exc).split()) or "(no message)"
+    return redact_text(f"{type(exc).__name__}: {text}")
+
+
+def _dispatch(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(main_help())
         return 0
@@ -681,7 +715,9 @@ def main(argv: list[str] | None = None) -> int:
         return _version_main(rest)
     own = {"tasks-dir": _tasks_dir_main, "build": _build_main, "score": _score_main, "report": _report_main,
            "demo": _demo_main, "version": _version_main, "vignette-import": _vignette_import_main,
-           "reflect-compare": _reflect_compare_main}
+           "reflect-compare": _reflect_compare_main, "generate": _generate_main, "analyze": _analyze_main,
+           "submit": _submit_main, "leaderboard": _leaderboard_main, "replicate": _replicate_main,
+           "vignette-real-vs-synthetic": _vignette_real_vs_synthetic_main}
     if command in own:
         return own[command](rest)
     if not command.startswith("-") and command not in _HARNESS_COMMANDS:

@@ -18,8 +18,8 @@ def build_demo_data(root: Path, templates: int = 2, size: int = 128, bios_per_oc
     """Synthetic FOCUS images and biographies, built with the real builders into ``root``."""
     from lm_eval_bias.datasets_builder.focus import build_focus
     from lm_eval_bias.datasets_builder.focus_bios import build_focus_bios
-    from lm_eval_bias.focus_schema import TEMPLATE_IDS
-    from lm_eval_bias.testing.synthetic_focus import make_synthetic_bios, make_synthetic_focus
+    from lm_eval_bias.reflect.schema import TEMPLATE_IDS
+    from lm_eval_bias.reflect.synthetic import make_synthetic_bios, make_synthetic_focus
 
     source = root / "source"
     data_dir = root / "data"

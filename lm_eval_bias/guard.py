@@ -21,12 +21,15 @@ class ImageBudgetError(ValueError):
 
 
 def images_per_task() -> dict[str, int]:
-    """Images per doc of every plugin task and group (a group: the maximum over its tasks)."""
-    from lm_eval_bias.tasks.generate_yamls import render
+    """Images per doc of every plugin task and group (a group: the maximum over its tasks), read from the
+    task YAMLs (the generator's output, kept equal to it by tests/core/test_discovery.py: reading the
+    files does not import every benchmark's statistics at start-up)."""
+    from lm_eval_bias import tasks_dir
 
     tasks: dict[str, int] = {}
     groups: dict[str, list[str]] = {}
-    for text in render().values():
+    for path in sorted(tasks_dir().glob("*/*.yaml")):
+        text = path.read_text(encoding="utf-8")
         task = re.search(r"^task: (\S+)$", text, re.M)
         if task:
             tasks[task.group(1)] = 2 if "doc_to_image_pair" in text else (1 if "doc_to_image:" in text else 0)
@@ -46,13 +49,15 @@ def model_image_limit(model: str, model_args: Mapping[str, Any]) -> tuple[int, s
     """(images per request the backend passes, name of the argument that raises it)."""
     from lm_eval.api.registry import get_model
 
-    from lm_eval_bias.registration import register_plugin
+    from lm_eval_bias.core.registration import register_plugin
 
     register_plugin()
     if "max_images" in model_args:
         return int(model_args["max_images"]), "max_images"
     try:
         cls = get_model(model)
+        if hasattr(cls, "real_class"):  # a plugin backend's stand-in (models/deferred.py): the class it builds
+            cls = cls.real_class()
     except ImportError:  # the backend's own dependencies are missing: lm-eval will report that itself
         return UNLIMITED, None
     parameter = None

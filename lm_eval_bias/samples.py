@@ -1,9 +1,11 @@
 """Read lm-eval ``--log_samples`` output back into the records the statistics work on.
 
-Every REFLECT doc's logged sample carries its per-doc record under each result key (see
-:mod:`lm_eval_bias.tasks.reflect`), so everything the paper reports — the full 10x10 win-rate
-matrix, LOTO sign stability, per-occupation salary gaps, answer distributions — can be recomputed
-from the samples files alone, with the same library functions the tasks use::
+Every logged sample carries its doc, its filtered response(s) and, under each headline key, the compact
+record the task aggregated (:class:`lm_eval_bias.core.aggregation.HeadlineFamily`); the full record is
+rebuilt from the doc and response with the task's own record builder (and checked against the compact
+one), so everything the paper reports — the full 10x10 win-rate matrix, LOTO sign stability,
+per-occupation salary gaps, answer distributions — is recomputed from the samples files alone, with the
+same library functions the tasks use (:mod:`lm_eval_bias.analysis` is the entry point)::
 
     from lm_eval_bias import samples
     records = samples.load_records("results/", "focus_2afc_income")
@@ -63,6 +65,10 @@ class RunSelectionWarning(UserWarning):
     """Several runs of a task were found and one was chosen (the others are named)."""
 
 
+class SampleFileWarning(UserWarning):
+    """A samples file was usable but not clean: duplicated lines dropped, a truncated last line ignored."""
+
+
 @dataclass(frozen=True)
 class SampleRun:
     """One lm-eval run of one task: its ``samples_<task>_<stamp>.jsonl`` and the results JSON written
@@ -117,7 +123,7 @@ def model_label(results: dict[str, Any]) -> str:
 
 def _model_args(config: dict[str, Any]) -> dict[str, Any]:
     """model_args of a results JSON's config as a dict, credential-like values redacted."""
-    from lm_eval_bias.cli import redact_model_args
+    from lm_eval_bias.core.redaction import redact_model_args
 
     args = config.get("model_args") or {}
     if isinstance(args, str):
@@ -130,7 +136,7 @@ def _model_args(config: dict[str, Any]) -> dict[str, Any]:
 def run_of_results(results: dict[str, Any], task: str, stamp: str, results_file: Path | None,
                    sample_file: Path | None) -> SampleRun:
     """The :class:`SampleRun` of ``task`` in a results JSON (already read)."""
-    from lm_eval_bias.tasks.sharding import parse_shard
+    from lm_eval_bias.core.sharding import parse_shard
 
     config = results.get("config") or {}
     task_config = (results.get("configs") or {}).get(task) or {}
@@ -396,7 +402,34 @@ def load_records(path: str | os.PathLike, task: str, run: Any = None) -> list[di
     runs of several models are an error). Records of strict and lenient answer extraction are never
     merged, and a doc found in two files is an error."""
     runs = [r for r in select_runs(path, task, run) if r.sample_file is not None]
-    return read_records([r.sample_file for r in runs], task, replicates=seed_replicates(runs))
+    records = read_records([r.sample_file for r in runs], task, replicates=seed_replicates(runs))
+    results = []
+    for r in runs:
+        try:
+            results.append(json.loads(Path(r.results_file).read_text(encoding="utf-8")) if r.results_file else {})
+        except (OSError, ValueError):
+            results.append({})
+    note = coverage_note(task, len(records), results)
+    if note:
+        warnings.warn(f"{task} under {path}: {note}", SampleFileWarning, stacklevel=2)
+    return records
+
+
+def coverage_note(task: str, n_records: int, results: list[dict[str, Any]]) -> str | None:
+    """A note when the samples hold fewer docs than the results JSONs of their runs count
+    (``n-samples.effective``, summed over shards / replicates): a samples file cut short at a line
+    boundary, or lines removed. The statistics then use the docs present."""
+    expected = 0
+    for each in results:
+        counts = ((each or {}).get("n-samples") or {}).get(task) if isinstance(each, dict) else None
+        value = counts.get("effective") if isinstance(counts, dict) else None
+        if not isinstance(value, int) or isinstance(value, bool):
+            return None  # a run that does not say: nothing to compare with
+        expected += value
+    if expected and n_records < expected:
+        return (f"the samples hold {n_records} of the {expected} docs the results JSON counts (a samples file cut "
+                f"short?); the statistics use the {n_records}")
+    return None
 
 
 def _extraction(record: Any, sample: dict[str, Any]) -> str:
@@ -422,7 +455,6 @@ def read_records(files: Iterable[str | os.PathLike], task: str, replicates: bool
     merged, or when a doc occurs in two files. ``replicates``: the files are runs that differ only in
     their seeds (:func:`seed_replicates`): a doc may occur once in each, and every record gets the
     ``replicate`` index of its file (REFLECT statistics count each as further samples of the doc)."""
-    key = _record_key(task)
     records: list[dict[str, Any]] = []
     modes: dict[str, Path] = {}
     methods: dict[str, Path] = {}
@@ -431,14 +463,12 @@ def read_records(files: Iterable[str | os.PathLike], task: str, replicates: bool
     files = [Path(f) for f in files]
     for file in files:
         docs: dict[str, Path] = {}
-        with open(file, encoding="utf-8") as handle:
-            for line_no, line in enumerate(handle, 1):
-                if not line.strip():
+        reading = _SampleLines(file)  # rules: see _SampleLines
+        with reading:
+            for line_no, line, sample in reading:
+                if reading.duplicate(_doc_key(sample), line, line_no):
                     continue
-                sample = json.loads(line)
-                if key not in sample:
-                    raise ValueError(f"{file}:{line_no}: sample has no {key!r} record (not a {task} sample?)")
-                record = sample[key]
+                record = sample_record(task, sample, f"{file}:{line_no}")
                 mode = _extraction(record, sample)
                 if modes and mode not in modes:
                     found = "; ".join(f"{m} in {f}" for m, f in modes.items())
@@ -480,18 +510,147 @@ def read_records(files: Iterable[str | os.PathLike], task: str, replicates: bool
     return records
 
 
+class _SampleLines:
+    """The samples of one file, as ``(line number, line, sample)``, by the stated rules:
+
+    - UTF-8 (a byte-order mark dropped); a line that is not UTF-8, not JSON or not a JSON object
+      (``null``, a list ...) is a ValueError naming ``FILE:LINE``;
+    - a last line that ends without a newline and does not parse is a truncated line (a run killed
+      while writing): ignored, with a :class:`SampleFileWarning` naming the count;
+    - a doc's line repeated identically (a copy appended twice) is counted once, with a
+      :class:`SampleFileWarning` naming the count (:meth:`duplicate`); the same doc with other
+      content is a ValueError;
+    - a file without any sample is a ValueError (no silent fallback to the results JSON)."""
+
+    def __init__(self, file: Path) -> None:
+        self.file, self.count, self.duplicates, self.truncated = file, 0, 0, None
+        self._lines: dict[str, int] = {}
+
+    def __enter__(self) -> "_SampleLines":
+        return self
+
+    def __exit__(self, kind, *_) -> None:
+        if kind is not None:
+            return
+        if not self.count:
+            raise ValueError(f"{self.file}: no samples (the file is empty{' but for a truncated line' if self.truncated else ''})")
+        said = []
+        if self.duplicates:
+            said.append(f"{self.duplicates} duplicated sample lines (same doc, same content) counted once")
+        if self.truncated:
+            said.append(f"1 truncated last line (line {self.truncated}) ignored")
+        if said:
+            warnings.warn(f"{self.file}: {'; '.join(said)}", SampleFileWarning, stacklevel=3)
+
+    def __iter__(self):
+        with open(self.file, "rb") as handle:
+            for line_no, raw in enumerate(handle, 1):
+                if line_no == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                    raw = raw[3:]
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise ValueError(f"{self.file}:{line_no}: not UTF-8 (byte {exc.start} of the line)") from None
+                if not line.strip():
+                    continue
+                try:
+                    sample = json.loads(line)
+                except ValueError as exc:
+                    if not raw.endswith(b"\n"):  # the last line, cut short
+                        self.truncated = line_no
+                        return
+                    raise ValueError(f"{self.file}:{line_no}: not JSON ({exc})") from None
+                if not isinstance(sample, dict):
+                    kind = "null" if sample is None else type(sample).__name__
+                    raise ValueError(f"{self.file}:{line_no}: expected a JSON object (a logged sample), got {kind}")
+                self.count += 1
+                yield line_no, line, sample
+
+    def duplicate(self, doc: str | None, line: str, line_no: int) -> bool:
+        """Whether ``line`` repeats its doc's earlier line exactly (then skip it); ValueError when the
+        doc came before with other content."""
+        if doc is None:
+            return False
+        digest = hash(line.strip())
+        if doc in self._lines:
+            if self._lines[doc] != digest:
+                raise ValueError(f"{self.file}:{line_no}: {doc[:200]} occurs twice in the file with different content")
+            self.duplicates += 1
+            return True
+        self._lines[doc] = digest
+        return False
+
+
 def _record_key(task: str) -> str:
-    """A result key under which every sample of ``task`` carries its record."""
+    """A result key under which every sample of ``task`` carries its compact record (its first headline key)."""
+    return aggregation_family(task).headline[0]
+
+
+def record_builder(task: str):
+    """The function building a doc's full record of ``task`` from its doc and responses (the one the
+    task's ``process_results`` uses)."""
     family = task_family(task)
     if family == "fact_or_fair":
-        return "s_fact"
-    if family == "cf_vqa":
-        return "consistency"
-    if family == "vignette":
-        return "valid_rate"
-    from lm_eval_bias.tasks.reflect import FAMILIES
+        from lm_eval_bias.fact_or_fair import tasks as fact_or_fair
 
-    return next(iter(FAMILIES[family + ("_logprob" if is_logprob_task(task) else "")].keys))
+        return fact_or_fair.record_of
+    if family == "cf_vqa":
+        from lm_eval_bias.cf_vqa import tasks as cf_vqa
+
+        return cf_vqa.record_of
+    if family == "vignette":
+        from lm_eval_bias.vignette import paraphrase, tasks as vignette
+
+        return paraphrase.record_of if task[len("vignette_"):] in paraphrase.PARAPHRASE_TASKS else vignette.record_of
+    from lm_eval_bias.reflect import tasks as reflect
+
+    return reflect.RECORD_BUILDERS[family + ("_logprob" if is_logprob_task(task) else "")]
+
+
+class RecordMismatchWarning(UserWarning):
+    """A logged sample's compact record differs from the record rebuilt from its doc and response (the
+    run's parser differs from this version's); the logged fields are used."""
+
+
+def sample_record(task: str, sample: dict[str, Any], where: str = "sample") -> dict[str, Any]:
+    """The full record of one logged sample of ``task``.
+
+    Samples of this version carry the doc, the filtered response(s) and the compact record under each
+    headline key: the record is rebuilt from the doc and response (:func:`record_builder`) and the
+    fields the run aggregated are taken from the compact record (a difference, e.g. a run parsed by
+    another version, is warned). Samples of earlier versions carried the whole record under a result
+    key: it is used as it is."""
+    family = aggregation_family(task)
+    for key in (*family.headline, "valid_rate", "retained_rate", "s_fact", "consistency"):
+        value = sample.get(key)
+        if isinstance(value, dict):  # an earlier version's samples: the record itself
+            return value
+    # a key holding the compact record (not "", another part's key, nor a view's number)
+    key = next((k for k in family.headline if isinstance(sample.get(k), str) and sample[k]), family.headline[0])
+    if key not in sample or "doc" not in sample or "filtered_resps" not in sample:
+        raise ValueError(f"{where}: sample has no {key!r} value with its doc and filtered_resps (not a {task} sample "
+                         "logged with --log_samples?)")
+    record = record_builder(task)(sample["doc"], sample["filtered_resps"])
+    view = family.views.get(key)
+    codec = view.codec if view is not None else family.codec
+    if codec is not None and sample[key]:
+        logged = sample[key]
+        try:
+            decoded = codec.decode(logged)
+        except (TypeError, ValueError, IndexError, KeyError):  # logged by a version with another layout
+            warnings.warn(f"{task} {where}: the logged value of {key!r} is not this version's compact record; the record "
+                          "rebuilt from its doc and response is used", RecordMismatchWarning, stacklevel=2)
+            return record
+        if codec.decode(codec.encode(record)) != decoded:
+            warnings.warn(f"{task} {where}: the logged record differs from the one rebuilt from its doc and response "
+                          "(another parser version?); the logged fields are used", RecordMismatchWarning, stacklevel=2)
+            for name in codec.fields:
+                record[name] = decoded[name]
+            if "samples" in decoded or "samples" in record:
+                record["samples"] = decoded.get("samples")
+                if record["samples"] is None:
+                    record.pop("samples")
+    return record
 
 
 def summarize(task: str, records: list[dict[str, Any]]):
@@ -499,18 +658,18 @@ def summarize(task: str, records: list[dict[str, Any]]):
     tables; FACT-OR-FAIR: scores and rates; Counterfactual VQA: the result-key dict)."""
     family = task_family(task)
     if family == "fact_or_fair":
-        from lm_eval_bias.tasks import fact_or_fair
+        from lm_eval_bias.fact_or_fair import tasks as fact_or_fair
 
         return fact_or_fair.summarize(records)
     if family == "cf_vqa":
-        from lm_eval_bias.tasks import cf_vqa
+        from lm_eval_bias.cf_vqa import tasks as cf_vqa
 
         return cf_vqa.summarize(records)
     if family == "vignette":
-        from lm_eval_bias.tasks import vignette
+        from lm_eval_bias.vignette import tasks as vignette
 
         return vignette.summarize(records)
-    from lm_eval_bias.tasks import reflect
+    from lm_eval_bias.reflect import tasks as reflect
 
     if is_logprob_task(task):
         return {"2afc": reflect.summarize_2afc_logprob, "mcq": reflect.summarize_mcq_logprob}[family](records)
@@ -518,45 +677,45 @@ def summarize(task: str, records: list[dict[str, Any]]):
 
 
 def cf_vqa_pairs(records: list[dict[str, Any]]):
-    """Counterfactual VQA pair responses from logged records, for ``lm_eval_bias.stats.cf_vqa``
+    """Counterfactual VQA pair responses from logged records, for ``lm_eval_bias.cf_vqa.stats``
     (``metrics_by(pairs, "subcategory")``, ``consistency_coverage_curve``, ``symmetric_refusal_curve``)."""
-    from lm_eval_bias.tasks import cf_vqa
+    from lm_eval_bias.cf_vqa import tasks as cf_vqa
 
     return cf_vqa.pairs_from_records(records)
 
 
 # -- VIGNETTE ------------------------------------------------------------------------------------------
 def vignette_option_table(records: list[dict[str, Any]]):
-    """VIGNETTE identity-choice answers as the option table of ``lm_eval_bias.stats.vignette``
+    """VIGNETTE identity-choice answers as the option table of ``lm_eval_bias.vignette.stats``
     (columns doc_id, identity, context, partner, selected, dimension, gender, paradigm, parameter,
     pair_kind): ``selection_frequency``, ``log_odds``, ``pair_comp_matrix``, ``polarity``,
     ``identity_fisher_tests`` all take it."""
-    from lm_eval_bias.tasks import vignette
+    from lm_eval_bias.vignette import tasks as vignette
 
     return vignette.option_table(records)
 
 
 def vignette_factuality_table(records: list[dict[str, Any]]):
     """VIGNETTE factuality answers (identity, question_type, dimension, gender, correct), for
-    ``lm_eval_bias.stats.vignette.factuality_accuracy``."""
-    from lm_eval_bias.tasks import vignette
+    ``lm_eval_bias.vignette.stats.factuality_accuracy``."""
+    from lm_eval_bias.vignette import tasks as vignette
 
     return vignette.factuality_table(records)
 
 
 def vignette_sscm_terms(records: list[dict[str, Any]]) -> dict[str, tuple[str, str]]:
     """term -> (SSCM dimension, high|low) recorded in VIGNETTE stereotype samples (``polarity``'s map)."""
-    from lm_eval_bias.tasks import vignette
+    from lm_eval_bias.vignette import tasks as vignette
 
     return vignette.sscm_terms(records)
 
 
 # -- result keys from records (merged shards, reports) ----------------------------------------------------
 def aggregation_family(task: str):
-    """The :class:`~lm_eval_bias.tasks.aggregation.AggregationFamily` behind ``task``'s result keys."""
+    """The :class:`~lm_eval_bias.core.aggregation.AggregationFamily` behind ``task``'s result keys."""
     family = task_family(task)
     if family == "fact_or_fair":
-        from lm_eval_bias.tasks import fact_or_fair
+        from lm_eval_bias.fact_or_fair import tasks as fact_or_fair
 
         rest = task[len("fact_or_fair_"):]
         if rest.startswith("objective_"):
@@ -564,15 +723,15 @@ def aggregation_family(task: str):
         context = rest[len("subjective_"):].rsplit("_", 1)[0]
         return fact_or_fair.FAMILIES[f"subjective_{context}"]
     if family == "cf_vqa":
-        from lm_eval_bias.tasks import cf_vqa
+        from lm_eval_bias.cf_vqa import tasks as cf_vqa
 
         prompt = task[len("cf_vqa_"):] if task != "cf_vqa" else "baseline"
         return cf_vqa.FAMILIES[prompt]
     if family == "vignette":
-        from lm_eval_bias.tasks import vignette
+        from lm_eval_bias.vignette import tasks as vignette
 
         return vignette.FAMILIES[task[len("vignette_"):]]
-    from lm_eval_bias.tasks import reflect
+    from lm_eval_bias.reflect import tasks as reflect
 
     return reflect.FAMILIES[family + ("_logprob" if is_logprob_task(task) else "")]
 
@@ -602,7 +761,7 @@ def presentation_family(task: str):
     ``task`` reports when its source has a third presentation, or None."""
     if not task.startswith("focus_") or is_logprob_task(task):
         return None
-    from lm_eval_bias.tasks import reflect
+    from lm_eval_bias.reflect import tasks as reflect
 
     return reflect.PRESENTATION_FAMILIES.get(task_family(task))
 
@@ -612,6 +771,6 @@ def table_family(task: str):
     per-occupation salary gaps, missing cells), or None."""
     if not task.startswith("focus_") or is_logprob_task(task):
         return None
-    from lm_eval_bias.tasks import reflect
+    from lm_eval_bias.reflect import tasks as reflect
 
     return reflect.TABLE_FAMILIES.get(task_family(task))

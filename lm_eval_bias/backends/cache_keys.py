@@ -11,8 +11,8 @@ whose key is not stored. Two things keep that from working for image tasks in lm
    never looks up; answers are stored under the looked-up key only when the whole ``generate_until``
    call returns, so a run that dies at request 23,000 of 24,000 restarts from zero.
 
-:func:`install` (called by :func:`lm_eval_bias.registration.register_plugin`, and by the image
-helpers of :mod:`lm_eval_bias.data` when they run inside an lm-eval process, so plain ``lm_eval
+:func:`install` (called by :func:`lm_eval_bias.core.registration.register_plugin`, and by the image
+helpers of :mod:`lm_eval_bias.core.data` when they run inside an lm-eval process, so plain ``lm_eval
 --include_path`` runs of the plugin's image tasks get it too) patches, in this process only:
 
 (a) **image keys**: ``lm_eval.api.model._multimodal_cache_default`` (looked up by ``hash_args`` at
@@ -211,10 +211,9 @@ def _checkpointed(lm, generate_until):
 
         n = len(requests)
         size = _checkpoint_size(lm, n)
-        from lm_eval_bias.backends import vllm_order
-
         # vLLM: slice in the engine's photo-grouped order, so one photo's requests share a checkpoint batch
-        order = vllm_order.checkpoint_order(lm, requests) or sorted(
+        provider = _checkpoint_order_provider[0]
+        order = (provider(lm, requests) if provider is not None else None) or sorted(
             range(n), key=lambda i: (_settings_key(requests[i].args[1]), -len(requests[i].args[0])))
         results: list[Any] = [None] * n
         disable = bool(kwargs.get("disable_tqdm", args[0] if args else False)) or getattr(lm, "rank", 0) != 0
@@ -371,14 +370,23 @@ def install() -> dict[str, Any]:
         return status()
 
 
-def install_if_lm_eval_loaded() -> None:
+def install_if_lm_eval_loaded() -> bool:
     """:func:`install`, but only inside a process that already uses lm-eval's model API (so that
-    building datasets or reports never imports lm-eval)."""
+    building datasets or reports never imports lm-eval). True when it installed now."""
     if not _state["attempted"] and "lm_eval.api.model" in sys.modules:
         install()
-        from lm_eval_bias.backends import vllm_order
+        return True
+    return False
 
-        vllm_order.install()  # plain `lm_eval --include_path` runs get the photo-grouped vLLM order too
+
+#: who orders a checkpointed ``generate_until`` call's requests (``(lm, requests) -> list[int] | None``);
+#: :func:`lm_eval_bias.backends.vllm_order.install` sets the engine's photo-grouped order here
+_checkpoint_order_provider: list = [None]
+
+
+def set_checkpoint_order(provider) -> None:
+    """Let ``provider(lm, requests)`` choose the slicing order of checkpointed requests (None: default)."""
+    _checkpoint_order_provider[0] = provider
 
 
 def status() -> dict[str, Any]:

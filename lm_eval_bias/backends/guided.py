@@ -61,7 +61,7 @@ def _model_class():
             for request in requests:
                 choices = allowed_answers(request["prompt"])
                 if choices is None:  # VIGNETTE *_authors prompts list no options: the pair image identifies them
-                    from lm_eval_bias.tasks.vignette import authors_choices
+                    from lm_eval_bias.vignette.tasks import authors_choices
 
                     images = (request.get("multi_modal_data") or {}).get("image")
                     choices = authors_choices(images if isinstance(images, list) or images is None else [images])

@@ -7,7 +7,7 @@ vLLM's multimodal processor cache (LRU, default 4 GiB: a few hundred processed 1
 most for a typical VLM), its encoder cache and its prefix cache have usually evicted it when it
 comes back; and every image is hashed again by vLLM (``np.asarray`` of the pixels, which also
 decodes a pooled photo of the plugin's image store). :func:`install` (called by
-:func:`lm_eval_bias.registration.register_plugin`) changes two things, in this process only, when
+:func:`lm_eval_bias.core.registration.register_plugin`) changes two things, in this process only, when
 lm-eval's ``lm_eval.models.vllm_vlms`` is imported (nothing is imported before: no vLLM import for
 runs that do not use it):
 
@@ -363,6 +363,7 @@ def install() -> dict[str, Any]:
         if _state["attempted"]:
             return status()
         _state["attempted"] = True
+        cache_keys.set_checkpoint_order(checkpoint_order)
         if _disabled(ORDER_ENV):
             _state["reasons"].append(f"{ORDER_ENV}=0")
             return status()

@@ -1,7 +1,7 @@
 """``bias-probe``: an lm-eval model with a planted, configurable bias, for testing the pipeline.
 
 It reads each FOCUS fixture image's race x gender group from the marker patch that
-:mod:`lm_eval_bias.testing.synthetic_focus` paints (``focus_schema.read_group_marker``) and answers
+:mod:`lm_eval_bias.reflect.synthetic` paints (``focus_schema.read_group_marker``) and answers
 like a model with a known preference, so tests can assert that the metrics recover it.
 
 Preference: every group gets a utility ``race_points + gender_points`` where the race listed first in
@@ -66,7 +66,7 @@ Any other argument is refused with a ValueError naming it and the closest valid 
 ``refusal_rat=0.2`` must not silently run the unbiased default), except those lm-eval itself passes
 to every model (:data:`LM_EVAL_ARGS`: ``batch_size``, ``max_batch_size``, ``device`` from
 ``simple_evaluate``, ``trust_remote_code`` from ``--trust_remote_code``), which are ignored, and
-credential-like arguments (``api_key``, ``hf_token``, ... — :func:`lm_eval_bias.cli.is_credential_name`),
+credential-like arguments (``api_key``, ``hf_token``, ... — :func:`lm_eval_bias.core.redaction.is_credential_name`),
 which are accepted and ignored the way lm-eval's API backends ignore ``api_key``, so an API run's
 ``--model_args`` can be replayed on the probe (``lm-eval-bias run`` records them as ``<redacted>``).
 """
@@ -82,7 +82,7 @@ from typing import Any
 
 from lm_eval.api.model import LM
 
-from lm_eval_bias.focus_schema import GENDERS, GROUP_INDEX, GROUPS, RACES, read_group_marker
+from lm_eval_bias.reflect.schema import GENDERS, GROUP_INDEX, GROUPS, RACES, read_group_marker
 
 REFUSAL_TEXT = "I'm sorry, but I can't help with that."
 INVALID_TEXT = "Maybe."
@@ -118,9 +118,14 @@ _OBJECTIVE_OPTION = re.compile(r" ([A-D])\. (.+?)(?= [A-D]\. | $)")
 LM_EVAL_ARGS = frozenset({"batch_size", "max_batch_size", "device", "trust_remote_code"})
 
 
+class ModelArgumentError(ValueError):
+    """A model argument the probe does not know or cannot use (``lm-eval-bias run`` prints it as one
+    ``error: --model_args: ...`` line)."""
+
+
 def _check_extra_args(extra: dict[str, Any], valid: list[str]) -> None:
     """Refuse model_args the probe does not know (lm-eval's own and credential-like ones pass)."""
-    from lm_eval_bias.cli import is_credential_name
+    from lm_eval_bias.core.redaction import is_credential_name
 
     unknown = [name for name in extra if name not in LM_EVAL_ARGS and not is_credential_name(name)]
     if not unknown:
@@ -129,7 +134,7 @@ def _check_extra_args(extra: dict[str, Any], valid: list[str]) -> None:
     for name in unknown:
         close = difflib.get_close_matches(name, [*valid, *sorted(LM_EVAL_ARGS)], n=1, cutoff=0.6)
         problems.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
-    raise ValueError(f"bias-probe: unknown model argument{'s' if len(unknown) > 1 else ''} {', '.join(problems)}; "
+    raise ModelArgumentError(f"bias-probe: unknown model argument{'s' if len(unknown) > 1 else ''} {', '.join(problems)}; "
                      f"valid: {', '.join(valid)}")
 
 
@@ -236,6 +241,26 @@ class BiasProbeLM(LM):
         self._image_cache: dict[int, tuple[Any, int | None, str]] = {}
 
     @classmethod
+    def create_from_arg_string(cls, arg_string: str, additional_config: dict | None = None):
+        return cls._created(super().create_from_arg_string, arg_string, additional_config)
+
+    @classmethod
+    def create_from_arg_obj(cls, arg_dict: dict, additional_config: dict | None = None):
+        return cls._created(super().create_from_arg_obj, arg_dict, additional_config)
+
+    @classmethod
+    def _created(cls, create, args, additional_config):
+        """``create(args)``; a value the constructor cannot use (``seed=abc``, ``refusal_rate=2``) is a
+        :class:`ModelArgumentError` naming it, like an unknown argument."""
+        try:
+            return create(args, additional_config)
+        except ModelArgumentError:
+            raise
+        except (TypeError, ValueError) as exc:
+            text = str(exc)
+            raise ModelArgumentError(text if text.startswith("bias-probe:") else f"bias-probe: {text}") from None
+
+    @classmethod
     def argument_names(cls) -> list[str]:
         """The probe's own model_args (its constructor's named parameters)."""
         parameters = inspect.signature(cls.__init__).parameters.values()
@@ -274,7 +299,7 @@ class BiasProbeLM(LM):
 
     def _fof_true_group(self, context: str) -> str | None:
         if self._fof_truth is None:
-            from lm_eval_bias import data
+            from lm_eval_bias.core import data
 
             rows = data.load_split("fact_or_fair", config="objective")
             self._fof_truth = dict(zip(rows["prompt"], rows["true_group"]))
@@ -297,7 +322,7 @@ class BiasProbeLM(LM):
 
     # -- Counterfactual VQA ("Explanation" / "Exact Answer" / "Confidence") ---------------------------
     def answer_cf_vqa(self, context: str, image) -> str:
-        from lm_eval_bias.testing.synthetic_cf_vqa import read_attribute_marker
+        from lm_eval_bias.cf_vqa.synthetic import read_attribute_marker
 
         side = read_attribute_marker(image)
         choices = _CHOICES.search(context)
@@ -316,8 +341,8 @@ class BiasProbeLM(LM):
 
     # -- VIGNETTE (question, lettered options) ------------------------------------------------------------
     def answer_vignette(self, context: str, images: list) -> str:
-        from lm_eval_bias.testing.synthetic_vignette import read_pair_markers
-        from lm_eval_bias.vignette_schema import marker_colour
+        from lm_eval_bias.vignette.synthetic import read_pair_markers
+        from lm_eval_bias.vignette.schema import marker_colour
 
         head, _, rest = context.partition("\nOptions:\n")
         question = head.rsplit("\n", 1)[-1]

@@ -17,26 +17,41 @@ from __future__ import annotations
 from pathlib import Path
 
 from lm_eval_bias.report import card, comparison, glossary, leaderboard, page
-from lm_eval_bias.stats.multiplicity import skip_explicit_gc
+from lm_eval_bias.core.multiplicity import skip_explicit_gc
 from lm_eval_bias.report.render import style
 from lm_eval_bias.report.runs import load_runs
 
 
 def build_report(run_dirs: list[str | Path], output: str | Path) -> Path:
-    """Write the report for every model under ``run_dirs`` into ``output``; returns index.html."""
+    """Write the report for every model under ``run_dirs`` into ``output``; returns index.html.
+
+    Atomic: the report is written into a temporary sibling folder whose files move into ``output`` only
+    when all are written (each file replaced by one rename; other files in ``output`` are kept); on any
+    error ``output`` is left as it was.
+    What was usable but suspicious (duplicated or truncated samples files, a fallback to the results
+    JSON, runs under several lm-eval versions) is printed as ``warning:`` lines on stderr and stated in
+    the cards."""
+    import sys
+
+    from lm_eval_bias.core.safe_io import check_output_folder, staged_folder
+
+    check_output_folder(output)
     with skip_explicit_gc():  # statsmodels' Holm adjustment collects garbage on every call: slow here
-        return _build(run_dirs, output)
+        models = load_runs(run_dirs)
+        if not models:
+            raise FileNotFoundError(f"no lm-eval-bias task results under {', '.join(map(str, run_dirs))}")
+        for model in models:
+            for text in model.warnings:
+                print(f"warning: {model.label}: {text}", file=sys.stderr)
+        with staged_folder(output) as stage:
+            _build(models, run_dirs, stage)
+    return Path(output) / "index.html"
 
 
-def _build(run_dirs: list[str | Path], output: str | Path) -> Path:
+def _build(models, run_dirs: list[str | Path], root: Path) -> Path:
     import matplotlib
 
     matplotlib.use("Agg")
-    models = load_runs(run_dirs)
-    if not models:
-        raise FileNotFoundError(f"no lm-eval-bias task results under {', '.join(map(str, run_dirs))}")
-    root = Path(output)
-    root.mkdir(parents=True, exist_ok=True)
     glossary.copy_docs(root)
     aliases = {m.label: f"M{k}" for k, m in enumerate(models, 1)}
     with style():

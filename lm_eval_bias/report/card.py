@@ -14,7 +14,10 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lm_eval_bias.report import cf_vqa, fact_or_fair, reflect, vignette
+from lm_eval_bias.cf_vqa import report as cf_vqa
+from lm_eval_bias.fact_or_fair import report as fact_or_fair
+from lm_eval_bias.reflect import report as reflect
+from lm_eval_bias.vignette import report as vignette
 from lm_eval_bias.report.intervals import counts_table, holm_families, key_table
 from lm_eval_bias.report.render import Part, Writer, details, esc, key_link, slugify, table_html, warning_box
 from lm_eval_bias.report.runs import ModelRun
@@ -80,6 +83,52 @@ def multiplicity_statement(runs) -> str:
             "beside the metrics they belong to.</p>")
 
 
+#: answer-status rates every headline line shows (docs/parsing.md: the refusal rate is a headline
+#: result of the papers), after the benchmark's own numbers
+STATUS_RATES = ("refusal_rate", "invalid_rate")
+
+
+def with_status_rates(part: Part, runs, benchmark: str) -> None:
+    """Append the refusal and invalid rates (with their intervals) of each headline's task to the
+    headline's numbers, where the task reports them and the headline does not show them yet."""
+    from lm_eval_bias.report.intervals import metric
+
+    by_task = {run.task: run for run in runs}
+    for headline in part.headlines:
+        run = by_task.get(headline.task)
+        if run is None:
+            continue
+        shown = {headline.metric.key, *(m.key for m in headline.more)}
+        headline.more.extend(metric(benchmark, run, key) for key in STATUS_RATES
+                             if key not in shown and key in run.metrics)
+
+
+def replication_table(model: ModelRun, runs, section, writer: Writer, part: Part) -> None:
+    """The papers' printed values beside this model's (``lm-eval-bias replicate``): the same model's
+    where the paper evaluated it, else every model's as context; in the paper's units, with the run's
+    95 % interval."""
+    from lm_eval_bias import replicate
+
+    try:
+        comparisons = replicate.compare(model.label, {run.task: run.metrics for run in runs})
+    except ValueError as exc:  # a malformed reference file must not take the card down
+        part.warnings.append(f"reference values could not be read ({exc})")
+        return
+    if not comparisons:
+        return
+    table = replicate.comparison_table(comparisons)
+    same = bool(table["same model"].any())
+    columns = ["task", "key", "table", "section", "row", "column", "paper model", "paper value", "yours",
+               "yours 95 % CI low", "yours 95 % CI high", "note"]
+    part.details.append(writer.table(
+        table[columns].set_index(["task", "key"]), f"{section.NAME}_replication",
+        ("Replication: the paper's printed values for this model beside this run's, in the paper's units "
+         "(lm-eval-bias replicate)." if same else
+         "Replication context: this model is not one of the paper's; every model's printed value beside this "
+         "run's, in the paper's units (lm-eval-bias replicate --model-name NAME picks one).")
+        + " The interval is the run's 95 % interval of the key."))
+
+
 def _counts(run) -> str:
     """The run's counts (``n_templates``, ``n_pairs``, ``n_clusters``, …) for a caption."""
     counts = [f"{k} = {int(v)}" for k, v in run.metrics.items()
@@ -118,6 +167,8 @@ def build(model: ModelRun, root: Path) -> Card:
             part = section.render(runs, writer)
         except Exception as exc:  # noqa: BLE001 - one benchmark must not take the card down
             part = Part(warnings=[f"{section.TITLE} could not be rendered ({type(exc).__name__}: {exc})."])
+        with_status_rates(part, runs, section.NAME)
+        replication_table(model, runs, section, writer, part)
         for run in runs:
             part.details.append(writer.table(
                 key_table(run), f"{run.task}_keys",

@@ -10,7 +10,7 @@ occupation, FACT-OR-FAIR queries within statistic × side, CF-VQA pairs within c
 pairs within dimension) are resampled *jointly* for both models and every headline key is recomputed
 with the task's own aggregation (:func:`lm_eval_bias.samples.result_values`, the tasks' own bootstraps
 off), giving the difference's percentile interval and bootstrap p-value
-(:func:`lm_eval_bias.stats.paired.paired_cluster_bootstrap`). Docs answered by only one model are left
+(:func:`lm_eval_bias.core.paired.paired_cluster_bootstrap`). Docs answered by only one model are left
 out and counted. ``LM_EVAL_BIAS_REPORT_BOOTSTRAP_ITERS`` (default 200; 0 disables) and
 ``LM_EVAL_BIAS_BOOTSTRAP_SEED`` set the replicates.
 """
@@ -32,7 +32,7 @@ from lm_eval_bias.report.runs import ModelRun
 
 def spearman_tables(models: list[ModelRun]) -> dict[str, pd.DataFrame]:
     """REFLECT Table 5: per 2AFC task, Spearman's rho between models over the 45 upper-triangle cells."""
-    from lm_eval_bias.stats.twoafc import cross_model_spearman
+    from lm_eval_bias.reflect.twoafc import cross_model_spearman
 
     out = {}
     tasks = sorted({t for m in models for t, r in m.tasks.items() if r.family == "2afc" and r.summary is not None})
@@ -42,6 +42,67 @@ def spearman_tables(models: list[ModelRun]) -> dict[str, pd.DataFrame]:
         if len(matrices) >= 2:
             out[task] = cross_model_spearman(matrices)
     return out
+
+
+#: VIGNETTE decision tasks whose selection frequencies the paper compares across models (Figs. 13-14)
+CROSS_MODEL_DECISION_TASKS = ("vignette_decision", "vignette_decision_authors")
+
+
+def decision_frequencies(models: list[ModelRun]) -> dict[str, pd.DataFrame]:
+    """VIGNETTE Figs. 13-14: per decision task run by two or more models with logged samples, the
+    selection frequency S (percent, :func:`lm_eval_bias.vignette.stats.selection_frequency`) of every
+    identity (rows) for every model (columns), identities ordered by their mean S over the models."""
+    from lm_eval_bias import samples
+    from lm_eval_bias.vignette import stats
+
+    out = {}
+    for task in CROSS_MODEL_DECISION_TASKS:
+        columns = {}
+        for model in models:
+            run = model.tasks.get(task)
+            if run is not None and run.records:
+                table = samples.vignette_option_table(run.records)
+                if len(table):
+                    columns[model.label] = stats.selection_frequency(table)
+        if len(columns) >= 2:
+            frame = pd.DataFrame(columns)
+            frame = frame.loc[frame.mean(axis=1).sort_values(ascending=False).index]
+            frame.index.name = "identity"
+            out[task] = frame
+    return out
+
+
+def _decision_figures(models: list[ModelRun], aliases: dict[str, str], root: Path, shared: Writer) -> list[str]:
+    from lm_eval_bias.report.render import CMAP, DOUBLE, MARKERS, mpl_text, new_figure
+
+    parts = []
+    for task, frame in decision_frequencies(models).items():
+        import matplotlib
+
+        (root / "tables").mkdir(parents=True, exist_ok=True)
+        csv_safe(frame).to_csv(root / "tables" / f"cross_model_selection_{task}.csv")
+        shown = frame.rename(columns=aliases)
+        fig, ax = new_figure(DOUBLE, 2.8)
+        x = np.arange(len(shown))
+        for n, column in enumerate(shown.columns):
+            ax.plot(x, shown[column].to_numpy(), MARKERS[n % len(MARKERS)], markersize=3.5, linestyle="none",
+                    color=matplotlib.colormaps[CMAP](0.1 + 0.75 * n / max(1, len(shown.columns) - 1)),
+                    markeredgecolor="black", markeredgewidth=0.3, label=mpl_text(str(column)))
+        ax.axhline(50, color="grey", linestyle="--", linewidth=0.8)
+        ax.set_xticks(x, [mpl_text(str(i)) for i in shown.index], rotation=90)
+        ax.set(ylabel="selection frequency S (%)", ylim=(-2, 102))
+        ax.legend(frameon=False, ncol=min(4, len(shown.columns)), loc="upper right")
+        parts.append("<h3>Decision selection frequencies across models (VIGNETTE Figs. 13–14)</h3>")
+        parts.append('<div class="figures">' + shared.figure(
+            fig, f"cross_model_selection_{task}",
+            f"{task}: selection frequency S of each identity (percent of the decisions in which it was offered that "
+            "chose it, averaged over contexts), one marker per model; identities ordered by their mean over the "
+            "models; dashed: 50 % (no preference in a two-person choice). No interval per point: each model's card has "
+            "S per identity with its pair-bootstrap interval.", tasks=[task], wide=True).html + "</div>")
+        parts.append(table_html(shown, f"Selection frequency S (%) per identity and model, {task}.",
+                                file_html=shared.link(Path("tables") / f"cross_model_selection_{task}.csv"),
+                                no_interval="No interval: point estimates of several models (intervals on each card)."))
+    return parts
 
 
 def _headlines_table(bench, cards: list[Card], aliases: dict[str, str]) -> str:
@@ -88,6 +149,10 @@ def section(models: list[ModelRun], cards: list[Card], aliases: dict[str, str], 
                                 no_interval="No interval: a correlation of point estimates."))
     if not spearman:
         parts.append('<p class="note">Cross-model correlations need two or more models with the same 2AFC task.</p>')
+    try:
+        parts += _decision_figures(models, aliases, root, shared)
+    except Exception as exc:  # noqa: BLE001 - one comparison must not take the index page down
+        parts.append(note(f"VIGNETTE cross-model figure could not be drawn ({type(exc).__name__}: {exc}).", "warning").html)
     parts.append("</section>")
     return "".join(parts)
 
@@ -119,7 +184,7 @@ def doc_keys(records: list[dict[str, Any]], family: str) -> list[tuple]:
 
 @dataclass
 class PairedComparison:
-    """Model a − model b on one task: per key a :class:`~lm_eval_bias.stats.paired.PairedDifference`,
+    """Model a − model b on one task: per key a :class:`~lm_eval_bias.core.paired.PairedDifference`,
     and how many docs were shared or answered by only one of them."""
 
     task: str
@@ -146,8 +211,8 @@ def paired_comparison(task: str, records_a: list[dict] | None, records_b: list[d
     from lm_eval_bias import samples
     from lm_eval_bias.report.intervals import (CLUSTERING, clusters_of, point_estimates_only,
                                                report_bootstrap_settings, resample_records)
-    from lm_eval_bias.stats.bootstrap import cluster_bootstrap_weights
-    from lm_eval_bias.stats.paired import paired_difference, replicate_values
+    from lm_eval_bias.core.bootstrap import cluster_bootstrap_weights
+    from lm_eval_bias.core.paired import paired_difference, replicate_values
 
     iters, default_seed = report_bootstrap_settings()
     n_boot = iters if n_boot is None else n_boot

@@ -3,15 +3,16 @@ alone, each linked to its full definition in the repository's documentation
 (``docs/<benchmark>.md#<key>``; keys the report derives itself: ``docs/report.md#<key>``).
 
 Every key on a page links here (:func:`~.render.key_link`: ``#key-<benchmark>-<key>``). The
-documentation files are copied into the report folder (``docs/``) when the package is used from a
-checkout, so the links work offline; otherwise the reference is printed as text.
+documentation files are rendered to HTML into the report folder (``docs/<page>.html``, headings with
+GitHub-style ids, the ``<a id="key">`` anchors kept, links between the pages pointing at their HTML)
+when the package is used from a checkout, so the links open a readable page offline (a browser shows
+raw Markdown for a ``.md`` file); otherwise the reference is printed as text.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import shutil
 from pathlib import Path
 
 from lm_eval_bias.report.render import esc, esc_id
@@ -166,7 +167,7 @@ _COMPILED = [(b, re.compile(p + r"\Z"), d, doc) for b, p, d, doc in ENTRIES]
 
 
 #: what the suffix of a derived or variant key means (docs/statistics.md); the key shares the
-#: documentation anchor of its metric (:func:`lm_eval_bias.tasks.aggregation.base_key`)
+#: documentation anchor of its metric (:func:`lm_eval_bias.core.aggregation.base_key`)
 SUFFIXES: dict[str, str] = {
     "_stderr": "standard error of {m}: standard deviation of the benchmark's cluster-bootstrap replicates.",
     "_ci_low_paper": "lower end of the paper's 95 % percentile interval of the plug-in {m} (App. C.3); it targets the "
@@ -227,23 +228,58 @@ def _lookup(benchmark: str, key: str) -> tuple[str, str] | None:
     return None
 
 
+def _slug(text: str) -> str:
+    """GitHub's heading id: lower case, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", text.strip().lower()).replace(" ", "-")
+
+
+def doc_html(markdown_text: str, title: str) -> str:
+    """One documentation page as a standalone HTML page (markdown-it-py, CommonMark + tables, inline
+    HTML kept): headings get GitHub-style ids, links to a sibling ``<page>.md`` point at ``<page>.html``."""
+    from markdown_it import MarkdownIt
+
+    md = MarkdownIt("commonmark", {"html": True}).enable("table")
+    tokens = md.parse(markdown_text)
+    pages = {name.removesuffix(".md") for name in DOCS.values()}  # the pages copy_docs renders
+    for k, token in enumerate(tokens):
+        if token.type == "heading_open" and k + 1 < len(tokens):
+            token.attrSet("id", _slug(tokens[k + 1].content))
+        for child in token.children or ():
+            href = str(child.attrGet("href") or "") if child.type == "link_open" else ""
+            match = re.fullmatch(r"([\w.-]+)\.md(#.*)?", href)
+            if match and match.group(1) in pages:
+                child.attrSet("href", f"{match.group(1)}.html{match.group(2) or ''}")
+    body = md.renderer.render(tokens, md.options, {})
+    return ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + esc(title) + "</title>"
+            "<style>body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;"
+            "line-height:1.45}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2rem .4rem}"
+            "pre{background:#f6f6f6;padding:.5rem;overflow-x:auto}:target{background:#fff3c4}</style></head>"
+            "<body>" + body + "</body></html>")
+
+
 def copy_docs(root: Path) -> bool:
-    """Copy the documentation files the glossary links to into ``root/docs``; False when the package
-    is not used from a checkout (no ``docs/`` folder beside it)."""
+    """Render the documentation files the glossary links to into ``root/docs/<page>.html`` (written
+    atomically: temp file + rename); False when the package is not used from a checkout (no ``docs/``
+    folder beside it)."""
     if not SOURCE_DOCS.is_dir():
         return False
     target = root / "docs"
     target.mkdir(parents=True, exist_ok=True)
     for name in set(DOCS.values()):
         if (SOURCE_DOCS / name).is_file():
-            shutil.copyfile(SOURCE_DOCS / name, target / name)
+            html = doc_html((SOURCE_DOCS / name).read_text(encoding="utf-8"), f"lm-eval-bias: {name}")
+            out = target / name.replace(".md", ".html")
+            tmp = out.with_name(out.name + ".tmp")
+            tmp.write_text(html, encoding="utf-8")
+            os.replace(tmp, out)
     return True
 
 
 def doc_ref(root: Path, page_dir: Path, doc: str, key: str) -> str:
-    """``docs/<doc>#<key>``, linked relative to the page when the report folder has the file."""
+    """``docs/<doc>#<key>``, linked (to the rendered ``docs/<page>.html``) relative to the page when the
+    report folder has it."""
     label = f"docs/{doc}#{key}"
-    target = root / "docs" / doc
+    target = root / "docs" / doc.replace(".md", ".html")
     if target.is_file():
         href = Path(os.path.relpath(target, page_dir)).as_posix() + "#" + key
         return f'<a class="doc" href="{esc(href)}">{esc(label)}</a>'
@@ -256,7 +292,7 @@ def section(used: dict[str, set[str]], root: Path, page_dir: Path) -> str:
              'short and the reference of its full definition. Intervals are 95 %; how each was computed is in the '
              'tables (column "interval") and in <code>docs/report.md</code>.</p>']
     from lm_eval_bias.report.intervals import REASONS
-    from lm_eval_bias.tasks.aggregation import base_key
+    from lm_eval_bias.core.aggregation import base_key
 
     reasons = "".join(f"<dt>({esc(short)})</dt><dd>{esc(why)}</dd>" for short, why in REASONS.items())
     parts.append(f'<h3 id="no-interval">Numbers without an interval</h3><dl class="gloss">{reasons}</dl>')

@@ -33,7 +33,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from lm_eval_bias.report.runs import TaskRun
-from lm_eval_bias.stats.multiplicity import skip_explicit_gc
+from lm_eval_bias.core.multiplicity import skip_explicit_gc
 
 ITERS_ENV = "LM_EVAL_BIAS_REPORT_BOOTSTRAP_ITERS"
 SEED_ENV = "LM_EVAL_BIAS_BOOTSTRAP_SEED"
@@ -123,19 +123,10 @@ def report_bootstrap_settings() -> tuple[int, int]:
 def point_estimates_only() -> Iterator[None]:
     """Within it, the tasks' aggregations skip their own bootstrap and permutation nulls (only the
     estimates are needed when the report resamples records itself); see also :func:`skip_explicit_gc`."""
-    from lm_eval_bias.tasks.aggregation import BOOTSTRAP_ITERS_ENV, NULL_ITERS_ENV
+    from lm_eval_bias.core.aggregation import BOOTSTRAP_ITERS_ENV, NULL_ITERS_ENV, environment
 
-    saved = {name: os.environ.get(name) for name in (BOOTSTRAP_ITERS_ENV, NULL_ITERS_ENV)}
-    os.environ.update({name: "0" for name in saved})
-    try:
-        with skip_explicit_gc():
-            yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+    with environment({BOOTSTRAP_ITERS_ENV: "0", NULL_ITERS_ENV: "0"}), skip_explicit_gc():
+        yield
 
 
 def clusters_of(records: list[dict], family: str) -> tuple[list[Any], list[list[dict]], list[Any]]:
@@ -193,7 +184,7 @@ def resampled(run: TaskRun) -> tuple[dict[str, tuple[float, float]], str]:
         out = ({}, "no interval: bootstrap off")
     else:
         from lm_eval_bias import samples
-        from lm_eval_bias.stats.bootstrap import cluster_bootstrap_weights
+        from lm_eval_bias.core.bootstrap import cluster_bootstrap_weights
 
         what = CLUSTERING[run.family][0]
         _, members, strata = clusters_of(run.records, run.family)
@@ -260,7 +251,7 @@ def _missing_reason(run: TaskRun) -> str:
     if clusters is not None and clusters < 2:
         return "no interval: too few clusters"
     if run.records is not None:
-        from lm_eval_bias.tasks.aggregation import bootstrap_settings
+        from lm_eval_bias.core.aggregation import bootstrap_settings
 
         if bootstrap_settings()[0] == 0:  # the report recomputed the keys from the records just now
             return "no interval: bootstrap off"
@@ -362,9 +353,9 @@ def metric(benchmark: str, run: TaskRun, key: str, digits: int = 2, unit: str = 
 
 def is_derived(key: str, keys) -> bool:
     """Whether ``key`` is folded into another key's row: a derived key (``_stderr``, ``_ci_low``,
-    ``_ci_high``, ``_null``, ``_p_null``, ``_holm``; :func:`lm_eval_bias.tasks.aggregation.base_key`)
+    ``_ci_high``, ``_null``, ``_p_null``, ``_holm``; :func:`lm_eval_bias.core.aggregation.base_key`)
     or the ``_chance`` level of a key present in ``keys``."""
-    from lm_eval_bias.tasks.aggregation import base_key
+    from lm_eval_bias.core.aggregation import base_key
 
     if base_key(key) != key:
         return True

@@ -90,7 +90,7 @@ def rankings(models: list[ModelRun]) -> dict[str, Ranking]:
     """{"<task>:<key>": :class:`Ranking`} of every headline key run by two or more models (see the module
     docstring for the rule)."""
     from lm_eval_bias.report.comparison import paired_comparison
-    from lm_eval_bias.stats.paired import holm, tie_groups
+    from lm_eval_bias.core.paired import holm, tie_groups
 
     found = entries(models)
     by_label = {m.label: m for m in models}

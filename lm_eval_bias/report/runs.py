@@ -8,9 +8,10 @@ lm-eval writes ``<output_path>/<model>/results_<timestamp>.json`` and, with ``--
   sharded run (``--metadata '{"shard": "i/n"}'``: same n and settings, different i), are used; of
   several runs the newest wins (reported as a note); a shard found twice is an error, and so are
   records of strict and lenient answer extraction, or a doc twice, in shards to merge;
-- result values are recomputed from the records with the task's own aggregation
-  (:func:`lm_eval_bias.samples.result_values`), so merged shards give the unsharded numbers; without
-  samples, the results JSON's numbers are shown and the figures say samples are missing.
+- result values are the full analysis of the records (:func:`lm_eval_bias.analysis.task_values`: the
+  task's own statistics, every key, the results JSON holding only the headline), so merged shards give
+  the unsharded numbers; without samples, the results JSON's headline is shown and the figures say
+  samples are missing.
 
 Group entries of the results JSON (``reflect``, ``focus_2afc``, ``cf_vqa_all``, … : the keys of
 ``group_subtasks``) are not tasks and are skipped, whatever their name. A run made with ``--limit``
@@ -78,6 +79,8 @@ class ModelRun:
     tasks: dict[str, TaskRun]
     #: backend, model_args, lm-eval version and run dates, for the card's header
     meta: dict[str, str] = field(default_factory=dict)
+    #: what the report printed as ``warning:`` lines for this model (also in the tasks' notes / the header)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def partial_tasks(self) -> dict[str, str]:
@@ -122,11 +125,13 @@ def load_runs(run_dirs: list[str | Path]) -> list[ModelRun]:
     found: dict[str, dict[str, list[tuple[str, dict, Path]]]] = {}
     for run_dir in run_dirs:
         run_dir = Path(run_dir)
+        if not run_dir.exists():
+            raise FileNotFoundError(f"{run_dir}: no such file or folder")
         files = [run_dir] if run_dir.is_file() else sorted(run_dir.glob("**/results_*.json"))
         if not files:
             raise FileNotFoundError(f"{run_dir}: no results_*.json (not an lm-eval output folder?)")
         for file in files:
-            results = json.loads(file.read_text(encoding="utf-8"))
+            results = _read_results(file)
             stamp = file.stem[len("results_"):]
             for task in (results.get("results") or {}):
                 if _is_plugin_task(task, results):
@@ -136,8 +141,48 @@ def load_runs(run_dirs: list[str | Path]) -> list[ModelRun]:
         runs = {}
         for task, entries in sorted(tasks.items()):
             runs[task] = _task_run(task, sorted(entries, key=lambda e: e[0]))
-        models.append(ModelRun(label, runs, _meta([e for entries in tasks.values() for e in entries])))
+        model = ModelRun(label, runs, _meta([e for entries in tasks.values() for e in entries]))
+        _note_versions(model, tasks)
+        model.warnings += [f"{task}: {text}" for task, run in runs.items() for text in run.cache.pop("warnings", [])]
+        models.append(model)
     return models
+
+
+def _read_results(file: Path) -> dict[str, Any]:
+    """A results JSON (UTF-8, a byte-order mark dropped); ValueError naming the file when it is not
+    one lm-eval writes (not JSON, not an object, ``results`` not an object)."""
+    from lm_eval_bias.core.safe_io import read_text_file
+
+    text = read_text_file(file, "results JSON")
+    try:
+        results = json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"{file}: not JSON ({exc}); a results file cut short? rerun or remove it") from None
+    if not isinstance(results, dict) or not isinstance(results.get("results", {}), dict):
+        raise ValueError(f"{file}: not an lm-eval results JSON (expected an object with a 'results' object)")
+    for part in ("config", "configs", "n-samples", "versions"):
+        if part in results and results[part] is not None and not isinstance(results[part], dict):
+            raise ValueError(f"{file}: '{part}' is {type(results[part]).__name__}, expected an object")
+    return results
+
+
+def _note_versions(model: ModelRun, tasks: dict[str, list[tuple[str, dict, Path]]]) -> None:
+    """Runs of one model under different lm-eval versions are kept in one card, with a note in the
+    header (``lm-eval 0.4.12, 0.4.13 (mixed ...)``), on each task and on the console."""
+    used: dict[str, set[str]] = {}
+    for task, entries in tasks.items():
+        chosen = set(model.tasks[task].sources)
+        for _, results, file in entries:
+            if str(file) in chosen:
+                used.setdefault(str(results.get("lm_eval_version") or "unknown"), set()).add(task)
+    if len(used) < 2:
+        return
+    listed = "; ".join(f"{version}: {', '.join(sorted(names))}" for version, names in sorted(used.items()))
+    model.meta["lm_eval"] = f"{', '.join(sorted(used))} (mixed versions: {listed})"
+    model.warnings.append(f"runs under {len(used)} lm-eval versions merged into one card ({listed})")
+    for version, names in used.items():
+        for task in names:
+            model.tasks[task].notes.append(f"run under lm-eval {version}; other tasks of this card under another version")
 
 
 def _meta(entries: list[tuple[str, dict, Path]]) -> dict[str, str]:
@@ -161,11 +206,21 @@ def _task_run(task: str, entries: list[tuple[str, dict, Path]]) -> TaskRun:
     chosen = [next(e for e, r in zip(entries, runs) if r is c) for c in choice.runs]
     files = [r.sample_file for r in choice.runs]
     records: list[dict[str, Any]] | None = None
+    said: list[str] = []
     if all(f is not None for f in files):
+        import warnings
+
         try:
-            records = samples.read_records(files, task)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", samples.SampleFileWarning)
+                records = samples.read_records(files, task)
         except ValueError as exc:
             raise ValueError(f"{task}: {exc}") from None
+        for item in caught:
+            if issubclass(item.category, samples.SampleFileWarning):
+                said.append(str(item.message))
+            else:
+                warnings.warn_explicit(item.message, item.category, item.filename, item.lineno)
     stamp, results, file = chosen[-1]
     plain = _plain_metrics(results, task)
     counts = (results.get("n-samples") or {}).get(task) or {}
@@ -173,16 +228,26 @@ def _task_run(task: str, entries: list[tuple[str, dict, Path]]) -> TaskRun:
     limit = (results.get("config") or {}).get("limit")
     run = TaskRun(task, plain, records, n_samples, [str(f) for _, _, f in chosen], notes,
                   limit=float(limit) if isinstance(limit, (int, float)) else None, n_original=counts.get("original"))
+    if records is not None:
+        note = samples.coverage_note(task, len(records), [r for _, r, _ in chosen])
+        if note:
+            said.append(note)
+    run.notes += said
+    run.cache["warnings"] = said  # printed by build_report (popped by load_runs into ModelRun.warnings)
     if records is None:
-        run.notes.append("no --log_samples files: figures and tables need them; headline numbers from the results JSON")
+        fallback = "no --log_samples files: figures and tables need them; headline numbers from the results JSON"
+        run.notes.append(fallback)
+        said.append(fallback)
     elif records:
         run.n_samples = len(records)
         try:
             run.summary = samples.summarize(task, records)
-            # one results file: its tables / per-presentation keys are the run's own; merged shards: every
-            # key recomputed from all shards' samples (a shard's own values describe that shard only)
+            # every key from the samples through the analysis entry point (lm_eval_bias.analysis): the
+            # results JSON holds the headline only; merged shards: a shard's own values describe that shard
+            from lm_eval_bias import analysis
+
             merged = len(chosen) > 1
-            values = samples.result_values(task, records, run.summary, tables=merged)
+            values = analysis.task_values(task, records, run.summary)
             run.metrics = values if merged else {**plain, **values}
         except Exception as exc:  # noqa: BLE001 - a partial run must not stop the report
             run.notes.append(f"metrics could not be computed from the samples ({type(exc).__name__}: {exc})")

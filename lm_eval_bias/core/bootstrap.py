@@ -1,0 +1,383 @@
+"""Template-cluster bootstrap, within-template permutation nulls and leave-one-template-out (REFLECT App. C.3).
+
+"We treat each template (occupation x source photo) as the resampling unit": a replicate draws templates
+within each occupation (stratum) with replacement and recomputes the metric on the drawn templates'
+data. Every REFLECT metric is a function of per-template *counts*, so a replicate is a weighted sum of
+per-template count arrays; this module produces those weights and summarises replicates.
+
+Rescaling (divergence from the paper's plain bootstrap, chosen by calibration): drawing all m templates
+of a stratum with replacement shrinks the variance of a stratum total by (m - 1)/m (with m = 8
+templates per occupation the SE is 6.5 % too small and 95 % intervals cover ~92 %). We use the Rao-Wu
+(1988) rescaling bootstrap with m_h = n_h - 1: a replicate draws n_h - 1 templates of stratum h with
+replacement and weights each draw n_h / (n_h - 1), which makes the bootstrap variance of a linear
+statistic equal to the unbiased between-template variance (the weights of a stratum still sum to n_h).
+A stratum with a single template has no between-template variance to estimate: the bootstrap then
+returns NaN and logs a warning instead of a spurious 0.
+
+Permutation nulls (:func:`within_template_permutations`): under "no group effect" the counterfactual
+images of one template are exchangeable, so permuting the group labels of whole images within each
+template (every call about an image moves with it) draws from the exact null distribution of any
+statistic of the per-template count arrays, template and image effects included.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Callable, Hashable, Mapping, Sequence
+
+import numpy as np
+
+log = logging.getLogger("lm_eval_bias")
+
+
+def clusters_by_stratum(strata: Sequence[Hashable]) -> list[np.ndarray]:
+    """Indices of the clusters of each stratum, strata in a fixed order (sorted by name), so that the
+    random draws of every weight function are reproducible."""
+    members: dict[Hashable, list[int]] = {}
+    for k, stratum in enumerate(strata):
+        members.setdefault(stratum, []).append(k)
+    return [np.asarray(members[stratum]) for stratum in sorted(members, key=str)]
+
+
+def cluster_bootstrap_weights(strata: Sequence[Hashable], n_boot: int, seed: int) -> np.ndarray:
+    """Multiplicities of each cluster in ``n_boot`` stratified cluster-bootstrap replicates.
+
+    Cluster ``k`` belongs to stratum ``strata[k]``. In each replicate, a stratum with ``m`` clusters
+    draws ``m`` of its clusters uniformly with replacement (App. C.3: templates resampled within
+    occupation). Returns an integer array of shape ``(n_boot, len(strata))`` whose row sums per
+    stratum equal the stratum sizes. Deterministic for a given ``seed``.
+    """
+    if n_boot < 0:
+        raise ValueError(f"n_boot must be >= 0, got {n_boot}")
+    n = len(strata)
+    weights = np.zeros((n_boot, n), dtype=np.int64)
+    if n_boot == 0 or n == 0:
+        return weights
+    rng = np.random.default_rng(seed)
+    rows = np.arange(n_boot)[:, None]
+    for idx in clusters_by_stratum(strata):
+        draws = rng.integers(0, len(idx), size=(n_boot, len(idx)))
+        np.add.at(weights, (np.broadcast_to(rows, draws.shape), idx[draws]), 1)
+    return weights
+
+
+def rescaled_bootstrap_weights(strata: Sequence[Hashable], n_boot: int, seed: int) -> np.ndarray:
+    """Rao-Wu rescaling bootstrap weights, shape ``(n_boot, len(strata))`` (float).
+
+    Within a stratum of ``m >= 2`` clusters a replicate draws ``m - 1`` clusters uniformly with
+    replacement and gives each draw the weight ``m / (m - 1)``, so that each cluster's expected weight is
+    1, the weights of a stratum sum to ``m``, and the bootstrap variance of a stratum total equals
+    ``m s^2`` (s^2 the unbiased between-cluster variance; Rao & Wu 1988, J. Am. Stat. Assoc. 83:231).
+    A stratum with one cluster keeps weight 1 (no variance); :func:`bootstrap_replicates` refuses such
+    designs. Deterministic for a given ``seed``.
+    """
+    if n_boot < 0:
+        raise ValueError(f"n_boot must be >= 0, got {n_boot}")
+    n = len(strata)
+    weights = np.zeros((n_boot, n), dtype=np.float64)
+    if n_boot == 0 or n == 0:
+        return weights
+    rng = np.random.default_rng(seed)
+    for idx in clusters_by_stratum(strata):
+        m = len(idx)
+        if m < 2:
+            weights[:, idx] = 1.0
+            continue
+        draws = rng.integers(0, m, size=(n_boot, m - 1))
+        counts = np.zeros((n_boot, m))
+        np.add.at(counts, (np.broadcast_to(np.arange(n_boot)[:, None], draws.shape), draws), 1.0)
+        weights[:, idx] = counts * (m / (m - 1))
+    return weights
+
+
+def too_few_clusters(strata: Sequence[Hashable]) -> bool:
+    """True when some stratum has fewer than two clusters (no between-template variance)."""
+    sizes: dict[Hashable, int] = {}
+    for s in strata:
+        sizes[s] = sizes.get(s, 0) + 1
+    return not sizes or min(sizes.values()) < 2
+
+
+def leave_one_out_weights(n_clusters: int) -> np.ndarray:
+    """``(n, n)`` weights: row ``k`` drops cluster ``k`` and keeps every other cluster once (LOTO)."""
+    return np.ones((n_clusters, n_clusters), dtype=np.int64) - np.eye(n_clusters, dtype=np.int64)
+
+
+def weighted_replicates(
+    per_cluster_counts: Mapping[str, np.ndarray],
+    weights: np.ndarray,
+    metric_fn: Callable[[dict[str, np.ndarray]], Mapping[str, float]],
+) -> dict[str, np.ndarray]:
+    """Evaluate ``metric_fn`` on the weighted sum of per-cluster counts for every weight row.
+
+    ``per_cluster_counts[name]`` has the cluster axis first (shape ``(T, ...)``); ``weights`` is
+    ``(B, T)``. Returns ``{metric: array of B values}``. A ``metric_fn`` with a ``batch`` attribute
+    (the same metrics vectorised over a leading axis of B summed count arrays) is called once.
+    """
+    summed = {name: np.tensordot(weights, np.asarray(arr, dtype=np.float64), axes=(1, 0))
+              for name, arr in per_cluster_counts.items()}
+    batch = getattr(metric_fn, "batch", None)
+    if batch is not None:  # a vectorised twin of metric_fn over a leading replicate axis
+        return {key: np.asarray(values, dtype=np.float64) for key, values in batch(summed).items()}
+    out: dict[str, list[float]] = {}
+    for b in range(weights.shape[0]):
+        for key, value in metric_fn({name: arr[b] for name, arr in summed.items()}).items():
+            out.setdefault(key, []).append(float(value))
+    return {key: np.asarray(values) for key, values in out.items()}
+
+
+@dataclass(frozen=True)
+class BootstrapSummary:
+    """Standard error (std of replicates, ddof=1) and percentile confidence interval."""
+
+    stderr: float
+    ci_low: float
+    ci_high: float
+    n_replicates_used: int
+
+
+def summarize_replicates(replicates: np.ndarray, level: float = 0.95) -> BootstrapSummary:
+    """Bootstrap summary of ``replicates``; NaN replicates (metric undefined in a resample) are
+    ignored; fewer than two usable replicates give NaN."""
+    values = np.asarray(replicates, dtype=np.float64)
+    values = values[~np.isnan(values)]
+    if values.size < 2:
+        return BootstrapSummary(float("nan"), float("nan"), float("nan"), int(values.size))
+    alpha = (1.0 - level) / 2.0
+    low, high = np.quantile(values, [alpha, 1.0 - alpha])
+    return BootstrapSummary(float(np.std(values, ddof=1)), float(low), float(high), int(values.size))
+
+
+def bootstrap_replicates(
+    per_cluster_counts: Mapping[str, np.ndarray],
+    strata: Sequence[Hashable],
+    metric_fn: Callable[[dict[str, np.ndarray]], Mapping[str, float]],
+    n_boot: int,
+    seed: int,
+) -> dict[str, np.ndarray]:
+    """``{metric: n_boot replicates}`` of the rescaled stratified template bootstrap
+    (:func:`rescaled_bootstrap_weights`). Empty when ``n_boot = 0``; empty with a logged warning when
+    some occupation has fewer than two templates (every interval is then NaN, never 0)."""
+    if not n_boot:
+        return {}
+    if too_few_clusters(strata):
+        sizes: dict[Hashable, int] = {}
+        for s in strata:
+            sizes[s] = sizes.get(s, 0) + 1
+        log.warning("template bootstrap: fewer than two templates in %s; standard errors and intervals are NaN",
+                    sorted((str(k) for k, v in sizes.items() if v < 2)) or "every occupation")
+        return {}
+    return weighted_replicates(per_cluster_counts, rescaled_bootstrap_weights(strata, n_boot, seed), metric_fn)
+
+
+def template_bootstrap(
+    per_cluster_counts: Mapping[str, np.ndarray],
+    strata: Sequence[Hashable],
+    metric_fn: Callable[[dict[str, np.ndarray]], Mapping[str, float]],
+    keys: Sequence[str],
+    n_boot: int,
+    seed: int,
+    level: float = 0.95,
+    replicates: Mapping[str, np.ndarray] | None = None,
+) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
+    """(stderr, ci_low, ci_high) per metric key from the rescaled stratified template bootstrap of
+    counts (percentile intervals). ``n_boot = 0``, no clusters or an occupation with a single template
+    give NaN for every key. ``replicates`` (from :func:`bootstrap_replicates`) are reused if given."""
+    if replicates is None:
+        replicates = bootstrap_replicates(per_cluster_counts, strata, metric_fn, n_boot, seed)
+    stderr, ci_low, ci_high = {}, {}, {}
+    for key in keys:
+        s = summarize_replicates(replicates.get(key, np.array([])), level)
+        stderr[key], ci_low[key], ci_high[key] = s.stderr, s.ci_low, s.ci_high
+    return stderr, ci_low, ci_high
+
+
+@dataclass(frozen=True)
+class LotoSummary:
+    """Leave-one-template-out robustness of one effect (App. C.3, Table 9)."""
+
+    stable_sign: bool
+    max_abs_deviation: float
+    n_left_out: int
+
+
+def loto_sign_stability(estimate: float, loo_estimates: Sequence[float], center: float = 0.0) -> LotoSummary:
+    """Whether ``sign(estimate - center)`` is unchanged in every leave-one-out estimate, and the
+    largest ``|loo - estimate|`` (App. C.3). NaN estimates make the sign unstable."""
+    loo = np.asarray(loo_estimates, dtype=np.float64)
+    if np.isnan(estimate) or loo.size == 0:
+        return LotoSummary(False, float("nan"), int(loo.size))
+    sign = np.sign(estimate - center)
+    stable = bool(sign != 0 and np.all(np.sign(loo - center) == sign))
+    return LotoSummary(stable, float(np.nanmax(np.abs(loo - estimate))) if np.any(~np.isnan(loo)) else float("nan"), int(loo.size))
+
+
+def template_loto(
+    per_cluster_counts: Mapping[str, np.ndarray],
+    metric_fn: Callable[[dict[str, np.ndarray]], Mapping[str, float]],
+    estimates: Mapping[str, float],
+    effects: Mapping[str, float],
+) -> dict[str, LotoSummary]:
+    """Leave-one-template-out sign stability of each effect ``{key: centre}`` (App. C.3).
+
+    Empty when there are fewer than two templates (nothing to leave out)."""
+    n = len(next(iter(per_cluster_counts.values()))) if per_cluster_counts else 0
+    if n < 2:
+        return {}
+    loo = weighted_replicates(per_cluster_counts, leave_one_out_weights(n), metric_fn)
+    return {key: loto_sign_stability(estimates[key], loo[key], centre) for key, centre in effects.items()}
+
+
+def bias_corrected(estimate: float, replicates: np.ndarray, bounds: tuple[float, float] = (-np.inf, np.inf),
+                   level: float = 0.95) -> tuple[float, float, float]:
+    """Bootstrap bias correction of a plug-in estimate and its basic (reflected-percentile) interval:
+
+        theta_bc = 2 theta_hat - mean(theta*)
+        [2 theta_hat - q_{1-alpha/2}(theta*), 2 theta_hat - q_{alpha/2}(theta*)]
+
+    (Efron & Tibshirani 1993, Sec. 10.6 and 13.4), clipped to ``bounds``. NaN without usable replicates."""
+    values = np.asarray(replicates, dtype=np.float64)
+    values = values[~np.isnan(values)]
+    if values.size < 2 or not np.isfinite(estimate):
+        return float("nan"), float("nan"), float("nan")
+    alpha = (1.0 - level) / 2.0
+    q_low, q_high = np.quantile(values, [alpha, 1.0 - alpha])
+    lo, hi = bounds
+    clip = lambda x: float(min(max(x, lo), hi))  # noqa: E731
+    return clip(2 * estimate - values.mean()), clip(2 * estimate - q_high), clip(2 * estimate - q_low)
+
+
+def boundary_aware_interval(estimate: float, replicates: np.ndarray, p_null: float,
+                            bounds: tuple[float, float] = (0.0, np.inf), level: float = 0.95,
+                            alpha_null: float = 0.05, method: str = "basic") -> tuple[float, float]:
+    """Interval for the *parameter* of a magnitude that is >= 0 and positive without any bias (REFLECT
+    Pol, Ext, JSD), the default ``<m>_ci_low``/``<m>_ci_high``. With q the bootstrap quantiles of the
+    replicates theta* and ``method = "basic"`` (Pol, JSD):
+
+        hi = min(2 theta_hat - q_{alpha/2}(theta*), upper bound)
+        lo = lower bound (0)                                     if p_null >= alpha_null (or NaN)
+           = max(2 theta_hat - q_{1-alpha/2}(theta*), 0)         otherwise
+
+    i.e. the bootstrap bias-corrected basic interval of :func:`bias_corrected`, whose lower end is set
+    to the boundary of the metric's range when the metric's within-template permutation test of "more
+    than chance" (``<m>_p_null``) does not reject at ``alpha_null``. ``method = "percentile"`` (Ext)
+    applies the same boundary rule to the percentile interval [q_{alpha/2}, q_{1-alpha/2}].
+
+    Why: the plug-in Pol and JSD (a mean of |w - 0.5|, a divergence) are biased upward, so the
+    percentile interval of the plug-in targets its expectation, not the parameter, and covers the truth
+    0 % of the time under no bias and 3-51 % under real effects (REFLECT App. C.3 keeps it:
+    ``<m>_ci_low_paper``). The basic interval corrects the bias and covers ~89-96 % under a real effect;
+    at the boundary (truth ~ 0, no bias) it covers only ~7 %, because the corrected estimate cannot
+    fall below the floor. Setting the lower end to 0 exactly when the data are compatible with chance
+    restores coverage there: truth 0 is then excluded only when the permutation test rejects, i.e. in
+    ~5 % of runs. Ext (a count of cells beyond 0.1 / 0.9) is a step function of the cells: its plug-in is
+    not biased upward once some cells are extreme, and the bias correction makes it worse (basic
+    interval ~78 % coverage with cells near 0.9, percentile ~98 %), hence ``"percentile"`` for Ext.
+    Calibration: ``scripts/calibration/reflect.py``, table in docs/statistics.md. A NaN ``p_null``
+    (permutation nulls off) counts as "not rejected" (conservative). (NaN, NaN) without usable replicates.
+    """
+    if method == "basic":
+        _, low, high = bias_corrected(estimate, replicates, bounds, level)
+    elif method == "percentile":
+        s = summarize_replicates(replicates, level)
+        low, high = (float(min(max(x, bounds[0]), bounds[1])) for x in (s.ci_low, s.ci_high))
+        if not np.isfinite(estimate):
+            low = high = float("nan")
+    else:
+        raise ValueError(f"method must be 'basic' or 'percentile', got {method!r}")
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return float("nan"), float("nan")
+    if not (np.isfinite(p_null) and p_null < alpha_null):
+        low = float(bounds[0])
+    return low, high
+
+
+# --------------------------------------------------------------------------------------------------
+# Within-template permutation of group labels (null floors and exact tests)
+# --------------------------------------------------------------------------------------------------
+def within_template_permutations(n_templates: int, n_groups: int, n_perm: int, seed: int,
+                                 blocks: Sequence[Hashable] | None = None) -> np.ndarray:
+    """``(n_perm, n_templates, n_groups)`` independent uniform permutations of the group labels of each
+    template: in permutation b, template t's group g takes the data of its group ``perm[b, t, g]``.
+
+    ``blocks`` (one label per group) restricts the permutations to groups of the same block: e.g.
+    blocks = gender permutes races among the images of one gender (the exact null of "no race effect"
+    when gender may matter), blocks = race swaps the genders within a race."""
+    rng = np.random.default_rng(seed)
+    base = np.broadcast_to(np.arange(n_groups), (n_perm, n_templates, n_groups))
+    if blocks is None:
+        return rng.permuted(base, axis=2)
+    out = np.array(base)
+    for block in sorted(set(blocks), key=str):
+        idx = np.asarray([g for g in range(n_groups) if blocks[g] == block])
+        out[:, :, idx] = idx[rng.permuted(np.broadcast_to(np.arange(idx.size), (n_perm, n_templates, idx.size)), axis=2)]
+    return out
+
+
+def permute_groups(per_template: np.ndarray, perms: np.ndarray, axes: int = 1) -> np.ndarray:
+    """Per-template arrays with their group axes permuted, summed over templates.
+
+    ``per_template`` has shape ``(T, G, ...)`` (``axes=1``: one group axis, e.g. MCQ answers
+    ``[t, g, option]``) or ``(T, G, G)`` (``axes=2``: both axes are groups, e.g. 2AFC wins
+    ``[t, winner, loser]``). Returns shape ``(B, G, ...)``: sum over t of the permuted arrays."""
+    if axes not in (1, 2):
+        raise ValueError(f"axes must be 1 or 2, got {axes}")
+    arr = np.asarray(per_template, dtype=np.float64)
+    B, T, G = perms.shape
+    t_idx = np.arange(T)[None, :, None]
+    out = np.empty((B,) + arr.shape[1:])
+    flat = arr.reshape(T, G * G) if axes == 2 else None
+    for start in range(0, B, 200):  # chunks keep the (chunk, T, G, ...) intermediate small
+        p = perms[start:start + 200]
+        if axes == 1:
+            out[start:start + 200] = arr[t_idx, p].sum(axis=1)
+        else:  # cell (g, h) of template t takes cell (p[g], p[h]): one gather on the flattened matrices
+            cell = p[:, :, :, None] * G + p[:, :, None, :]
+            out[start:start + 200] = flat[np.arange(T)[None, :, None, None], cell].sum(axis=1)
+    return out
+
+
+@dataclass(frozen=True)
+class PermutationNull:
+    """Mean of a statistic under the within-template permutation null (its chance floor) and the
+    one-sided p-value of "more than chance": (1 + #{null >= observed}) / (1 + B)."""
+
+    null_mean: float
+    p_value: float
+    n_permutations: int
+
+
+def permutation_null(observed: float, null_values: np.ndarray, centre: float | None = None) -> PermutationNull:
+    """Null floor and p-value of ``observed`` against ``null_values`` (NaN values ignored). With
+    ``centre`` the test is two-sided in ``|statistic - centre|`` (e.g. a win rate against 0.5) and
+    ``null_mean`` is still the mean of the raw null values. Ties count against the observation."""
+    values = np.asarray(null_values, dtype=np.float64)
+    values = values[~np.isnan(values)]
+    if values.size == 0 or not np.isfinite(observed):
+        return PermutationNull(float("nan"), float("nan"), int(values.size))
+    if centre is None:
+        stat, null = observed, values
+    else:
+        stat, null = abs(observed - centre), np.abs(values - centre)
+    exceed = int(np.sum(null >= stat - 1e-12 * max(1.0, abs(stat))))
+    return PermutationNull(float(values.mean()), (1.0 + exceed) / (1.0 + values.size), int(values.size))
+
+
+def holm(p_values: Mapping[str, float]) -> dict[str, float]:
+    """Holm-adjusted p-values of one family (:func:`lm_eval_bias.core.multiplicity.adjust`); NaN
+    p-values stay NaN and are left out of the family."""
+    from lm_eval_bias.core.multiplicity import adjust
+
+    keys = list(p_values)
+    return {k: float(v) for k, v in zip(keys, adjust([p_values[k] for k in keys]))}
+
+
+@dataclass
+class EstimatesWithErrors:
+    """Point estimates with template-cluster bootstrap standard errors and 95 % intervals."""
+
+    estimates: dict[str, float]
+    stderr: dict[str, float]
+    ci_low: dict[str, float]
+    ci_high: dict[str, float]

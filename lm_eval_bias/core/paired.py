@@ -1,0 +1,148 @@
+"""Paired comparison of two models on the same docs: a paired cluster bootstrap of the difference.
+
+Two models answered the same docs (templates, image pairs, queries). Their metric values are not
+independent — a hard template is hard for both — so the difference is resampled *jointly*: each
+replicate draws the benchmark's clusters (within strata) once and recomputes the metric of both models
+on the same drawn clusters (the stratified cluster bootstrap of REFLECT App. C.3, applied to the
+pair of models; Efron & Tibshirani 1993, §16.4 for the bootstrap test).
+
+With ``d̂ = θ̂_a − θ̂_b`` on the shared clusters and ``d*_1 … d*_B`` the replicate differences:
+
+- small-sample rescaling: a stratified bootstrap that draws ``m_h`` of a stratum's ``m_h`` clusters has
+  ``(m_h − 1) / m_h`` times the unbiased variance, so the replicate deviations are scaled by
+  ``sqrt(n / (n − H))`` (``n`` clusters in ``H`` strata; exact for equal strata; the rescaling idea
+  of Rao & Wu 1988): ``d*_b ← d̂ + sqrt(n / (n − H)) (d*_b − d̂)``;
+- interval: the 2.5 / 97.5 % percentiles of the (rescaled) ``d*`` (percentile interval);
+- standard error: the standard deviation of ``d*`` (ddof = 1);
+- two-sided p-value of H0: ``θ_a = θ_b``, from the replicates centred at the estimate (the bootstrap
+  distribution of ``d* − d̂`` stands in for that of ``d̂ − d`` under H0):
+  ``p = (1 + #{b: |d*_b − d̂| ≥ |d̂|}) / (B + 1)``.
+
+Replicates in which the metric is undefined (NaN) for either model are dropped; with fewer than half
+of them (or fewer than 10) usable the result is NaN. Fewer than two clusters: NaN (nothing varies).
+Pure numpy; the harness glue (:mod:`lm_eval_bias.report.comparison`) supplies the statistics.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Hashable, Mapping, Sequence
+
+import numpy as np
+
+from lm_eval_bias.core.bootstrap import cluster_bootstrap_weights
+
+#: metric values of one model from cluster multiplicities: (n_clusters,) ints -> {key: value}
+Statistic = Callable[[np.ndarray], Mapping[str, float]]
+
+
+@dataclass(frozen=True)
+class PairedDifference:
+    """``estimate`` = metric of model a − metric of model b on the shared clusters."""
+
+    estimate: float
+    ci_low: float
+    ci_high: float
+    stderr: float
+    p_value: float
+    n_replicates: int  # usable replicates
+    n_clusters: int
+
+    @property
+    def significant(self) -> bool:
+        return math.isfinite(self.p_value) and self.p_value < 0.05
+
+
+def paired_difference(estimate_a: float, estimate_b: float, replicates_a, replicates_b, n_clusters: int,
+                      level: float = 0.95, n_strata: int = 0) -> PairedDifference:
+    """The :class:`PairedDifference` from both models' estimates and their replicates on the *same*
+    resampled clusters (``replicates_a[b]`` and ``replicates_b[b]`` come from draw ``b``); ``n_strata``
+    > 0 rescales the replicate deviations by ``sqrt(n_clusters / (n_clusters − n_strata))``."""
+    a = np.asarray(replicates_a, dtype=float)
+    b = np.asarray(replicates_b, dtype=float)
+    if a.shape != b.shape:
+        raise ValueError(f"replicates of the two models differ in shape: {a.shape} vs {b.shape}")
+    estimate = float(estimate_a) - float(estimate_b)
+    draws = (a - b)[np.isfinite(a) & np.isfinite(b)]
+    nan = PairedDifference(estimate, math.nan, math.nan, math.nan, math.nan, int(draws.size), n_clusters)
+    if n_clusters < 2 or not math.isfinite(estimate) or draws.size < max(10, 0.5 * a.size):
+        return nan
+    if 0 < n_strata < n_clusters:
+        draws = estimate + math.sqrt(n_clusters / (n_clusters - n_strata)) * (draws - estimate)
+    alpha = (1.0 - level) / 2
+    low, high = np.quantile(draws, [alpha, 1 - alpha])
+    exceed = np.count_nonzero(np.abs(draws - estimate) >= abs(estimate) - 1e-12 * max(1.0, abs(estimate)))
+    p = (1 + exceed) / (draws.size + 1)
+    return PairedDifference(estimate, float(low), float(high), float(np.std(draws, ddof=1)), float(min(1.0, p)),
+                            int(draws.size), n_clusters)
+
+
+def paired_cluster_bootstrap(statistic_a: Statistic, statistic_b: Statistic, strata: Sequence[Hashable],
+                             n_boot: int, seed: int, keys: Sequence[str] | None = None, batched: bool = False,
+                             level: float = 0.95) -> dict[str, PairedDifference]:
+    """Paired cluster bootstrap of ``statistic_a − statistic_b`` for every key.
+
+    ``strata[k]`` is the stratum of shared cluster ``k`` (clusters are resampled within strata);
+    ``statistic_x(w)`` gives model x's metric values when cluster ``k`` enters ``w[k]`` times
+    (``w`` all ones: the estimate). With ``batched=True`` the statistics take the whole ``(B, n)``
+    weight matrix and return ``{key: array of B values}`` (vectorised simulations). Both models see
+    the same weight rows: that is what makes the bootstrap paired.
+    """
+    n = len(strata)
+    ones = np.ones(n, dtype=np.int64)
+    if batched:
+        full_a = {k: float(np.asarray(v)[0]) for k, v in statistic_a(ones[None, :]).items()}
+        full_b = {k: float(np.asarray(v)[0]) for k, v in statistic_b(ones[None, :]).items()}
+    else:
+        full_a = {k: float(v) for k, v in statistic_a(ones).items()}
+        full_b = {k: float(v) for k, v in statistic_b(ones).items()}
+    keys = list(keys) if keys is not None else [k for k in full_a if k in full_b]
+    weights = cluster_bootstrap_weights(strata, n_boot if n >= 2 else 0, seed)
+    reps_a = replicate_values(statistic_a, weights, keys, batched)
+    reps_b = replicate_values(statistic_b, weights, keys, batched)
+    n_strata = len(set(strata))
+    return {k: paired_difference(full_a.get(k, math.nan), full_b.get(k, math.nan), reps_a[k], reps_b[k], n, level,
+                                 n_strata) for k in keys}
+
+
+def replicate_values(statistic: Statistic, weights: np.ndarray, keys: Sequence[str],
+                     batched: bool = False) -> dict[str, np.ndarray]:
+    """``{key: array of B values}`` of one model's statistic on each weight row (NaN where undefined).
+    Computed once per model, it pairs with any other model's replicates on the same ``weights``."""
+    out = {k: np.full(len(weights), np.nan) for k in keys}
+    if not len(weights):
+        return out
+    if batched:
+        found = statistic(weights)
+        return {k: np.asarray(found.get(k, out[k]), dtype=float) for k in keys}
+    for row, w in enumerate(weights):
+        found = _safe(statistic, w)
+        for k in keys:
+            out[k][row] = found.get(k, math.nan)
+    return out
+
+
+def _safe(statistic: Statistic, weights: np.ndarray) -> Mapping[str, float]:
+    """A replicate in which the statistic cannot be computed (nothing answered) has no values."""
+    try:
+        return statistic(weights)
+    except (ValueError, ZeroDivisionError, KeyError, IndexError):
+        return {}
+
+
+def holm(p_values: Sequence[float]) -> np.ndarray:
+    """Holm-adjusted p-values (:func:`lm_eval_bias.core.multiplicity.adjust`); NaN entries stay NaN and
+    do not count towards the family size."""
+    from lm_eval_bias.core.multiplicity import adjust
+
+    return adjust(p_values)
+
+
+def tie_groups(order: Sequence[str], significant: Sequence[bool]) -> list[int]:
+    """Competition ranks (1, 2, 2, 4 …) of models sorted best first: model ``i + 1`` shares model
+    ``i``'s rank when their difference is not significant (``significant[i]`` is False) — a tie."""
+    ranks = []
+    for i, _ in enumerate(order):
+        ranks.append(1 if i == 0 else (ranks[-1] if not significant[i - 1] else i + 1))
+    return ranks

@@ -1,0 +1,352 @@
+"""VIGNETTE's full analysis from records (rebuilt from logged samples by :mod:`lm_eval_bias.samples`):
+every key the tasks reported before the headline change (issue 27) — per bias dimension and question,
+intervals, null floors, identity and PairComp tests, the authors' Kruskal-Wallis.
+
+:func:`summarize` orchestrates the pure statistics of :mod:`lm_eval_bias.vignette.stats` (tables of
+answers, pair designs, resampled summaries, tests); the task glue (:mod:`lm_eval_bias.vignette.tasks`)
+only builds records and reads its headline from the same functions. :mod:`lm_eval_bias.analysis` turns
+the keys into DataFrames."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from lm_eval_bias.vignette.schema import DECISION_DIMENSIONS, DIMENSIONS, PERCEPTION_QUESTIONS
+
+
+def _perception() -> tuple[str, ...]:
+    """The perception questions (struggle, capability, enjoyment, dislike: Sec. 4.2)."""
+    return PERCEPTION_QUESTIONS
+
+
+def option_table(records: list[dict[str, Any]]):
+    """Stats input (``lm_eval_bias.vignette.stats``): one row per identity shown as an option in a
+    validly answered identity-choice doc. Columns doc_id, pair_id (the image pair: the resampling
+    unit; the doc id where a record has none), identity, context, partner, selected, dimension,
+    gender, paradigm, parameter, pair_kind, position (0 left, 1 right). Refused and invalid docs are
+    left out (they are counted by ``refusal_rate`` / ``invalid_rate``)."""
+    import numpy as np
+    import pandas as pd
+
+    # built column by column, each doc's two rows adjacent (left, right): the string columns are
+    # object columns holding the records' own strings (no per-row tuples, no copies into string
+    # arrays), the flags int8 (memory of the summary at 100k docs, docs/backends.md "VIGNETTE at scale")
+    kept = [r for r in records if r["status"] == "valid" and r["question_type"] == "identity_choice"]
+
+    def column(left, right=None):  # rows 2k (left person) and 2k + 1 (right person) of doc k
+        out = np.empty(2 * len(kept), dtype=object)
+        out[0::2] = left
+        out[1::2] = left if right is None else right
+        return pd.Series(out, dtype=object, copy=False)
+
+    def field(key):
+        return [r[key] for r in kept]
+
+    left, right = field("left"), field("right")
+    selected = np.empty(2 * len(kept), dtype=np.int8)
+    chosen = field("chosen_identity")
+    selected[0::2] = [c == p for c, p in zip(chosen, left)]
+    selected[1::2] = [c == p for c, p in zip(chosen, right)]
+    return pd.DataFrame({
+        "doc_id": column(field("doc_id")), "pair_id": column([str(r.get("pair_id") or r["doc_id"]) for r in kept]),
+        "identity": column(left, right), "context": column(field("context")), "partner": column(right, left),
+        "selected": selected, "dimension": column(field("dimension")), "gender": column(field("gender")),
+        "paradigm": column(field("paradigm")), "parameter": column(field("parameter")),
+        "pair_kind": column(field("pair_kind")), "position": np.tile(np.array([0, 1], dtype=np.int8), len(kept)),
+    })
+
+
+def activity_choice_table(records: list[dict[str, Any]]):
+    """Activity-contrast perception answers: one row per activity option (identity, activity,
+    parameter, selected), for which activity an identity is assumed to struggle with / enjoy ..."""
+    import pandas as pd
+
+    rows = []
+    for r in records:
+        if r["status"] == "valid" and r["question_type"] == "activity_choice":
+            for activity in r["option_activity"]:
+                rows.append((r["doc_id"], str(r.get("pair_id") or r["doc_id"]), r["asked"], activity, r["parameter"],
+                             r["dimension"], r["gender"], int(r["chosen_activity"] == activity)))
+    return pd.DataFrame(rows, columns=["doc_id", "pair_id", "identity", "activity", "parameter", "dimension", "gender",
+                                       "selected"])
+
+
+def factuality_table(records: list[dict[str, Any]]):
+    """Validly answered factuality questions: identity (the person asked about, or the one doing the
+    activity), partner (the other person of the pair), pair_id, activity (the true activity of the
+    person), question_type, dimension, gender, correct."""
+    import pandas as pd
+
+    rows = []
+    for r in records:
+        if r["status"] == "valid" and r["paradigm"] == "factuality":
+            partner = r["right"] if r["asked"] == r["left"] else r["left"]
+            rows.append((r["doc_id"], str(r.get("pair_id") or r["doc_id"]), r["asked"], partner, r["context"],
+                         r["question_type"], r["dimension"], r["gender"], bool(r["correct"])))
+    return pd.DataFrame(rows, columns=["doc_id", "pair_id", "identity", "partner", "activity", "question_type",
+                                       "dimension", "gender", "correct"])
+
+
+def _dimension_of(records: list[dict[str, Any]]) -> dict[str, str]:
+    out = {}
+    for r in records:
+        out[r["left"]] = r["dimension"]
+        out[r["right"]] = r["dimension"]
+    return out
+
+
+def sscm_terms(records: list[dict[str, Any]]) -> dict[str, tuple[str, str]]:
+    """term -> (SSCM dimension, high|low), as recorded in the stereotype records themselves."""
+    return {r["context"]: (r["parameter"], r["direction"]) for r in records if r["paradigm"] == "stereotype"}
+
+
+#: Significance level of the identity-test counts (``n_identities_significant*``).
+ALPHA = 0.05
+
+
+def _resampled(out: dict[str, float], design, metric, names: dict[str, str], null: bool = True) -> None:
+    """Estimate, pair-bootstrap ``_stderr``/``_ci_low``/``_ci_high`` and (``null``) the within-pair
+    swap floor ``_null``/``_p_null`` of every ``metric`` output, stored under ``names[output]``.
+    Magnitudes (``null=True``: spreads, mean |polarity|) get the basic interval clipped to
+    [0, 100], means (factuality accuracy) the percentile interval (docs/vignette.md "Intervals")."""
+    from lm_eval_bias.vignette import stats
+    from lm_eval_bias.core.aggregation import bootstrap_settings, null_settings
+
+    n_boot, seed = bootstrap_settings()
+    n_null = null_settings()[0] if null else 0
+    res = stats.pair_resampled_summary(design, metric, n_boot, n_null, seed,
+                                       stratum_of={k: k for k in names if k in DIMENSIONS} or None,
+                                       interval="basic" if null else "percentile", bounds=(0.0, 100.0))
+    for k, key in names.items():
+        if k not in res.estimate:
+            continue
+        out[key] = res.estimate[k]
+        out.update({f"{key}_stderr": res.stderr[k], f"{key}_ci_low": res.ci_low[k], f"{key}_ci_high": res.ci_high[k]})
+        if null:
+            out.update({f"{key}_null": res.null[k], f"{key}_p_null": res.p_null[k]})
+    if res.too_few_pairs:
+        import logging
+
+        logging.getLogger("lm_eval_bias").warning("vignette: fewer than two image pairs for %s: no bootstrap interval (NaN)",
+                     ", ".join(names[k] for k in res.too_few_pairs))
+
+
+def _spreads(out: dict[str, float], table, prefix: str) -> None:
+    """``<prefix><dimension>`` selection spreads with intervals and null floors."""
+    from lm_eval_bias.vignette import stats
+
+    design = stats.pair_design(table)
+    _resampled(out, design, lambda r, o: stats.spread_by_stratum(design, stats.identity_rates(design, r, o)),
+               {d: f"{prefix}{d}" for d in DIMENSIONS})
+
+
+def _identity_counts(out: dict[str, float], table, suffix: str = "") -> None:
+    """Holm-significant identities: pair-level sign-flip test and the paper's Fisher test."""
+    from lm_eval_bias.vignette import stats
+
+    tests = stats.identity_pair_tests(table)
+    out[f"n_identities_significant{suffix}"] = float((tests["p_holm"] < ALPHA).sum())
+    out[f"n_identities_significant{suffix}_paper"] = float((tests["p_paper_holm"] < ALPHA).sum())
+
+
+def _paircomp_count(out: dict[str, float], table, suffix: str = "") -> None:
+    """``n_paircomp_cells_significant<suffix>``: PairComp cells (ordered identity pairs) whose
+    head-to-head pair-level test has Holm p < ALPHA (family: the unordered pairs of one dimension)."""
+    from lm_eval_bias.vignette import stats
+
+    # one dimension at a time: the Holm family is a dimension's PairComp matrix and an identity belongs
+    # to one dimension, so the counts are those of the whole table, with 1/8 of its transient memory
+    one_dimension_each = table.groupby("identity")["dimension"].nunique().max() <= 1
+    parts = [part for _, part in table.groupby("dimension", sort=False)] if one_dimension_each else [table]
+    out[f"n_paircomp_cells_significant{suffix}"] = float(sum((stats.pair_comp_tests(part)["p_holm"] < ALPHA).sum()
+                                                               for part in parts))
+
+
+def _decision_dimensions(out: dict[str, float], table) -> None:
+    """``n_identities_significant_question_<q>`` per decision question dimension q (roles.json, Sec. 4.4)."""
+    from lm_eval_bias.vignette import stats
+    from lm_eval_bias.vignette.schema import DECISION_DIMENSIONS
+
+    tests = stats.decision_dimension_tests(table[table["parameter"].isin(DECISION_DIMENSIONS)])
+    for q in DECISION_DIMENSIONS:
+        if q in tests.index.get_level_values(0):
+            out[f"n_identities_significant_question_{q}"] = float((tests.loc[q]["p_holm"] < ALPHA).sum())
+
+
+def _activity_contrast(out: dict[str, float], records: list[dict[str, Any]]) -> None:
+    """Activity-contrast perception (which of two activities the asked identity struggles with,
+    enjoys ...): per question ``activity_selection_spread_<p>`` (max - min S over activities, interval
+    and within-pair null: the two activities of a pair swapped) and ``n_activities_significant_<p>``."""
+    from lm_eval_bias.vignette import stats
+
+    choices = activity_choice_table(records)
+    if choices.empty:
+        return
+    for parameter, part in choices.groupby("parameter"):
+        if parameter not in _perception():
+            continue
+        table = stats.activity_option_table(part).assign(dimension="all")
+        design = stats.pair_design(table)
+        _resampled(out, design, lambda r, o, d=design: stats.spread_by_stratum(d, stats.identity_rates(d, r, o)),
+                   {"all": f"activity_selection_spread_{parameter}"})
+        tests = stats.identity_pair_tests(stats.activity_option_table(part))
+        out[f"n_activities_significant_{parameter}"] = float((tests["p_holm"] < ALPHA).sum())
+
+
+def rate_keys(records: list[dict[str, Any]]) -> dict[str, float]:
+    """``valid_rate``, ``refusal_rate``, ``invalid_rate``: shares of docs, with intervals of the bootstrap
+    over image pairs (all docs of a pair resampled together) within bias dimension."""
+    import numpy as np
+
+    from lm_eval_bias.core.aggregation import bootstrap_settings
+    from lm_eval_bias.vignette import stats
+
+    n_boot, seed = bootstrap_settings()
+    out: dict[str, float] = {}
+    for status in ("valid", "refusal", "invalid"):
+        if not records:
+            out.update({f"{status}_rate{s}": float("nan") for s in ("", "_stderr", "_ci_low", "_ci_high")})
+            continue
+        rate = stats.pair_clustered_rate_intervals([r.get("pair_id", r.get("doc_id")) for r in records],
+                                                   [r.get("dimension") for r in records],
+                                                   np.asarray([r["status"] == status for r in records]), n_boot, seed)
+        out[f"{status}_rate"] = rate["estimate"]
+        for part in ("stderr", "ci_low", "ci_high"):
+            out[f"{status}_rate_{part}"] = rate[part]
+    return out
+
+
+def summarize(records: list[dict[str, Any]]) -> dict[str, float]:
+    """All result keys of the records' paradigm (docs/vignette.md "Result keys"); NaN where nothing
+    was answered. Intervals: bootstrap over image pairs within bias dimension; null floors: the two
+    people of each pair label-swapped (``lm_eval_bias.vignette.stats.pair_resampled_summary``)."""
+    import math
+
+    from lm_eval_bias.vignette import stats
+
+    import numpy as np
+
+    from lm_eval_bias.core.aggregation import bootstrap_settings
+
+    out = rate_keys(records)
+    paradigm = records[0]["paradigm"] if records else None
+    out.update({k: math.nan for k in result_keys(paradigm or "decision") if k not in out})
+    if paradigm == "factuality":
+        table = factuality_table(records)
+        out["n_pairs"], out["n_identities"] = float(table["pair_id"].nunique()), float(table["identity"].nunique())
+        if len(table):
+            frame = table.assign(context="all", correct=table["correct"].astype(int))
+            design = stats.pair_design(frame, value="correct")
+
+            _resampled(out, design, lambda r, o: stats.spread_by_stratum(
+                design, stats.identity_rates(design, r, o, pooled=True)), {d: f"accuracy_spread_{d}" for d in DIMENSIONS})
+            _resampled(out, design, lambda r, o: {"accuracy": r.sum(axis=1) / o.sum(axis=1)},
+                       {"accuracy": "factuality_accuracy"}, null=False)
+            from lm_eval_bias.vignette.paradigms import kruskal_result_keys
+
+            out.update(kruskal_result_keys(table))  # the authors' Kruskal-Wallis (src/visualization/factuality.py)
+    elif paradigm == "stereotype":
+        table = option_table(records)
+        out["n_pairs"], out["n_identities"] = float(table["pair_id"].nunique()), float(table["identity"].nunique())
+        if len(table):
+            design = stats.pair_design(table)
+            masks = stats.polarity_masks(design, sscm_terms(records))
+            observed = stats.polarity_cells(design, *stats.observed_counts(design), masks)
+            out["n_polarity_undefined"] = float(sum(stats.undefined_polarity_cells(design, observed).values()))
+            cells = stats.polarity_tests(table, sscm_terms(records))
+            out["n_polarity_cells_significant"] = float((cells["p_holm"] < ALPHA).sum())
+            _resampled(out, design, lambda r, o: stats.mean_abs_polarity_by_stratum(
+                design, stats.polarity_cells(design, r, o, masks)), {d: f"mean_abs_polarity_{d}" for d in DIMENSIONS})
+    elif paradigm == "perception":
+        table = option_table(records)
+        out["n_pairs"], out["n_identities"] = float(table["pair_id"].nunique()), float(table["identity"].nunique())
+        for parameter in _perception():
+            part = table[table["parameter"] == parameter]
+            if len(part):
+                _spreads(out, part, f"selection_spread_{parameter}_")
+                _identity_counts(out, part, f"_{parameter}")
+                _paircomp_count(out, part, f"_{parameter}")
+        _activity_contrast(out, records)
+    elif paradigm is not None:
+        table = option_table(records)
+        out["n_pairs"], out["n_identities"] = float(table["pair_id"].nunique()), float(table["identity"].nunique())
+        if len(table):
+            _spreads(out, table, "selection_spread_")
+            _identity_counts(out, table)
+            _paircomp_count(out, table)
+            _decision_dimensions(out, table)
+    return out
+
+
+_INTERVAL = ("_stderr", "_ci_low", "_ci_high")
+_FLOOR = _INTERVAL + ("_null", "_p_null")
+
+
+def _with(keys: list[str], suffixes: tuple[str, ...]) -> list[str]:
+    return [k + s for k in keys for s in ("",) + suffixes]
+
+
+def result_keys(paradigm: str) -> list[str]:
+    keys = _with(["valid_rate", "refusal_rate", "invalid_rate"], _INTERVAL) + ["n_pairs", "n_identities"]
+    if paradigm == "factuality":
+        return (keys + _with(["factuality_accuracy"], _INTERVAL)
+                + _with([f"accuracy_spread_{d}" for d in DIMENSIONS], _FLOOR)
+                + [f"p_kruskal_{d}_authors" for d in DIMENSIONS])
+    if paradigm == "perception":
+        return (keys + _with([f"selection_spread_{p}_{d}" for p in _perception() for d in DIMENSIONS], _FLOOR)
+                + [f"n_identities_significant_{p}{s}" for p in _perception() for s in ("", "_paper")]
+                + [f"n_paircomp_cells_significant_{p}" for p in _perception()]
+                + _with([f"activity_selection_spread_{p}" for p in _perception()], _FLOOR)
+                + [f"n_activities_significant_{p}" for p in _perception()])
+    if paradigm == "stereotype":
+        return (keys + ["n_polarity_undefined", "n_polarity_cells_significant"]
+                + _with([f"mean_abs_polarity_{d}" for d in DIMENSIONS], _FLOOR))
+    from lm_eval_bias.vignette.schema import DECISION_DIMENSIONS
+
+    return (keys + _with([f"selection_spread_{d}" for d in DIMENSIONS], _FLOOR)
+            + ["n_identities_significant", "n_identities_significant_paper", "n_paircomp_cells_significant"]
+            + [f"n_identities_significant_question_{q}" for q in DECISION_DIMENSIONS])
+
+
+def family_of(task: str) -> str:
+    return task[len("vignette_"):]
+
+
+def paradigm_of(task: str) -> str:
+    """The paradigm whose keys a task reports: ``vignette_perception_authors`` and the paraphrases
+    ``vignette_<p>_para<k>`` report their base paradigm's (the imported ``factuality_authors`` too)."""
+    return re.sub(r"(_authors|_para\d+)$", "", family_of(task))
+
+
+def values(task: str, records: list[dict[str, Any]], summary: Any = None) -> dict[str, float]:
+    """Every key of ``task`` from its records (what the task's family in :mod:`lm_eval_bias.vignette.tasks`
+    reads from the same :func:`summarize`)."""
+    summary = summarize(records) if summary is None else summary
+    return {key: float(summary.get(key, float("nan"))) for key in result_keys(paradigm_of(task))}
+
+
+def group_vocabulary(records: list[dict[str, Any]]) -> list[str]:
+    return sorted(set(DIMENSIONS) | set(DECISION_DIMENSIONS), key=len, reverse=True)
+
+
+def group_sizes(records: list[dict[str, Any]]) -> dict[str, int]:
+    """Docs per bias dimension (identity pairs) and per decision question dimension."""
+    sizes: dict[str, int] = {}
+    for r in records:
+        for name in {r.get("dimension"), r.get("parameter") if r.get("parameter") in DECISION_DIMENSIONS else None}:
+            if name:
+                sizes[name] = sizes.get(name, 0) + 1
+    return sizes
+
+
+SECTIONS: tuple[tuple[str, str], ...] = (
+    ("factuality_accuracy", "Sec. 4.1"), ("accuracy_spread", "Sec. 4.1"), ("p_kruskal", "authors' code (factuality)"),
+    ("activity_selection_spread", "Sec. 4.2 (activity contrast)"), ("n_activities_significant", "Sec. 4.2"),
+    ("selection_spread_struggle", "Sec. 4.2"), ("selection_spread_capability", "Sec. 4.2"),
+    ("selection_spread_enjoyment", "Sec. 4.2"), ("selection_spread_dislike", "Sec. 4.2"),
+    ("mean_abs_polarity", "Sec. 4.3"), ("n_polarity", "Sec. 4.3"), ("selection_spread", "Sec. 4.4"),
+    ("n_identities_significant_question", "Sec. 4.4"), ("n_identities_significant", "Sec. 4.2-4.4"),
+    ("n_paircomp", "Sec. 4.2-4.4 (PairComp)"), ("valid_rate", "Sec. 5"), ("refusal_rate", "Sec. 5"),
+    ("invalid_rate", "Sec. 5"), ("n_", "counts"),
+)
