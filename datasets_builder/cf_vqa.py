@@ -7,7 +7,7 @@ The authors released no data; this is our format. ``DIR`` holds the images and o
 |---|---|
 | ``pair_id`` | unique id |
 | ``category`` | Demography, Culture, Environment, Behavior or Aesthetic |
-| ``subcategory`` | one of the paper's 17 (``lm_eval_bias.cf_vqa_schema.CATEGORIES``) |
+| ``subcategory`` | one of the paper's 17 (``lm_eval_bias.cf_vqa.schema.CATEGORIES``) |
 | ``attribute`` | the question-irrelevant attribute that differs (e.g. "laboratory equipment modernity") |
 | ``state_plus`` / ``state_minus`` | the attribute's two states (b+ and b-) |
 | ``image_plus`` / ``image_minus`` | image files, relative to ``DIR`` |
@@ -24,6 +24,11 @@ output is written atomically. The manifest must be UTF-8; each JSONL line must b
 text columns are strings (a number or null where a string belongs is an error, not converted) and
 whose scores are numbers; CSV rows must have as many fields as the header. A ``pair_id`` given twice
 is an error naming both lines, whether the rows conflict or are identical.
+
+Counterfactual integrity: the two images of a pair must differ (file bytes and decoded pixels) and share
+one colour mode and one size; an EXIF orientation other than 1 is refused; an image (same content) in
+two pairs is refused. Subcategories without pairs and pairs without the optional columns are printed
+at build time; ``--strict`` makes a subcategory without pairs an error.
 """
 
 from __future__ import annotations
@@ -35,9 +40,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lm_eval_bias.datasets_builder.hub import DatasetCard, SourceInput, check_image, write_hub_dataset
+from lm_eval_bias.datasets_builder.hub import (
+    ContentIndex,
+    DatasetCard,
+    SourceInput,
+    check_variant_image,
+    check_variant_set,
+    write_hub_dataset,
+)
 from lm_eval_bias.datasets_builder.readers import KeyedRows, Loc, SourceError, describe, expect_str, read_bytes, read_csv, read_jsonl
-from lm_eval_bias.cf_vqa_schema import CATEGORIES, SUBCATEGORY_TO_CATEGORY
+from lm_eval_bias.cf_vqa.schema import CATEGORIES, SUBCATEGORY_TO_CATEGORY
 
 #: Scales of ``relevance_score``: the paper's five-point Likert scale (Sec. 3.3 Step 2, App. D.1; pairs
 #: were kept when the mean rating was below 3) is the default; 0-10 is accepted when a manifest says so.
@@ -109,6 +121,10 @@ class CfVqaBuildSummary:
     output: Path
     n_pairs: int
     per_category: dict[str, int]
+    #: the paper's subcategories without any pair (every one of the 17 has pairs in the paper)
+    missing_subcategories: tuple[str, ...] = ()
+    #: optional column -> number of pairs without a value
+    optional_absent: dict[str, int] | None = None
 
 
 def collect_pairs(source: str | os.PathLike, *, max_image_pixels: int = 40_000_000, min_side: int = 16,
@@ -126,6 +142,7 @@ def collect_pairs(source: str | os.PathLike, *, max_image_pixels: int = 40_000_0
     if not rows:
         raise SourceError(manifest, "manifest has no rows")
     ids = KeyedRows("pair_id")
+    seen = ContentIndex("an image may belong to one pair only (reused across pairs?)")
     out = []
     for where, row in rows:
         for key in REQUIRED:
@@ -142,6 +159,7 @@ def collect_pairs(source: str | os.PathLike, *, max_image_pixels: int = 40_000_0
         if row["state_plus"] == row["state_minus"]:
             raise SourceError(where, "state_plus and state_minus must differ")
         images = {}
+        facts = []
         for side in ("image_plus", "image_minus"):
             path = (root / str(row[side])).resolve()
             if root.resolve() not in path.parents:
@@ -149,10 +167,16 @@ def collect_pairs(source: str | os.PathLike, *, max_image_pixels: int = 40_000_0
             if not path.is_file():
                 raise SourceError(where, f"{side} file {row[side]!r} does not exist")
             data = read_bytes(path)
-            check_image(path, data, max_image_pixels, min_side, max_side)
             images[side] = {"bytes": data, "path": str(row[side])}
+            facts.append(check_variant_image(path, data, max_image_pixels, min_side, max_side))  # EXIF rotation refused
         if images["image_plus"]["bytes"] == images["image_minus"]["bytes"]:
             raise SourceError(where, "image_plus and image_minus are the same file content")
+        try:  # the two images of a pair: distinct pixels, one colour mode, one size
+            check_variant_set(facts, "pair")
+            for each in facts:
+                seen.add(each, f"pair {pair_id}")
+        except SourceError as exc:
+            raise SourceError(where, f"{Path(exc.path).name}: {exc.reason}") from None
         scale = str(row.get("relevance_scale") or relevance_scale).strip()
         if scale not in RELEVANCE_SCALES:
             raise SourceError(where, f"relevance_scale {scale!r} is not one of {list(RELEVANCE_SCALES)}")
@@ -295,12 +319,22 @@ def cf_vqa_card(*, license: str, provenance: dict, build_command: str) -> Datase
 
 
 def build_cf_vqa(source: str | os.PathLike, output: str | os.PathLike, *, overwrite: bool = False,
-                 license: str = "other", relevance_scale: str = DEFAULT_RELEVANCE_SCALE) -> CfVqaBuildSummary:
-    """Validate ``source`` and write the ``cf_vqa`` dataset (one row per pair, both images)."""
+                 license: str = "other", relevance_scale: str = DEFAULT_RELEVANCE_SCALE,
+                 strict: bool = False) -> CfVqaBuildSummary:
+    """Validate ``source`` and write the ``cf_vqa`` dataset (one row per pair, both images). ``strict``:
+    every one of the paper's 17 subcategories must have pairs, else :class:`SourceError` naming the
+    missing ones and nothing is written."""
     rows = collect_pairs(source, relevance_scale=relevance_scale)
     per_category: dict[str, int] = {}
     for r in rows:
         per_category[r["category"]] = per_category.get(r["category"], 0) + 1
+    present = {r["subcategory"] for r in rows}
+    missing = tuple(sub for subs in CATEGORIES.values() for sub in subs if sub not in present)
+    if strict and missing:
+        raise SourceError(Path(source), f"incomplete source (--strict expects pairs in all {len(SUBCATEGORY_TO_CATEGORY)} "
+                                        f"subcategories of the paper): none for {', '.join(missing)}")
+    absent = {key: sum(1 for r in rows if r[key] is None)
+              for key in ("relevance_score", "human_consistency", "question_source")}
     digest = hashlib.sha256("\n".join(sorted(r["pair_id"] for r in rows)).encode()).hexdigest()
     card = cf_vqa_card(
         license=license,
@@ -310,4 +344,4 @@ def build_cf_vqa(source: str | os.PathLike, output: str | os.PathLike, *, overwr
         build_command=f"lm-eval-bias build cf-vqa --source {Path(source).name} --output {Path(output).name}",
     )
     out = write_hub_dataset(output, rows, _features(), card, overwrite=overwrite)
-    return CfVqaBuildSummary(out, len(rows), per_category)
+    return CfVqaBuildSummary(out, len(rows), per_category, missing, absent)

@@ -33,8 +33,14 @@ def _finish(args, output) -> int:
 def _build_focus(args) -> int:
     from lm_eval_bias.datasets_builder.focus import build_focus
 
-    summary = build_focus(args.source, args.output, overwrite=args.overwrite, license=args.license)
+    summary = build_focus(args.source, args.output, overwrite=args.overwrite, license=args.license,
+                          strict=args.strict)
     templates = "; ".join(f"{o}: {len(t)}" for o, t in summary.templates.items())
+    if summary.missing_cells:
+        print(f"warning: {len(summary.missing_cells)} missing cells (templates without every race x gender variant; "
+              f"the tasks name them, --strict refuses them): {', '.join(summary.missing_cells)}")
+    if summary.n_androgynous:
+        print(f"note: {summary.n_androgynous} optional androgynous images (REFLECT App. C.8; asked by the MCQ tasks only)")
     print(f"wrote {summary.n_images} images ({templates} templates) to {summary.output}")
     return _finish(args, summary.output)
 
@@ -43,7 +49,7 @@ def _build_focus_bios(args) -> int:
     from lm_eval_bias.datasets_builder.focus_bios import build_focus_bios
 
     summary = build_focus_bios(args.source, args.output, per_occupation=args.per_occupation, seed=args.seed,
-                               overwrite=args.overwrite)
+                               overwrite=args.overwrite, strict=args.strict)
     for occupation, n in summary.per_occupation.items():
         note = "" if n >= args.per_occupation else f"  (fewer than {args.per_occupation})"
         print(f"{occupation:<10}{n:>4} biographies{note}")
@@ -69,8 +75,14 @@ def _build_cf_vqa(args) -> int:
     from lm_eval_bias.datasets_builder.cf_vqa import build_cf_vqa
 
     summary = build_cf_vqa(args.source, args.output, overwrite=args.overwrite, license=args.license,
-                           relevance_scale=args.relevance_scale)
+                           relevance_scale=args.relevance_scale, strict=args.strict)
     per = ", ".join(f"{c}: {n}" for c, n in summary.per_category.items())
+    if summary.missing_subcategories:
+        print(f"warning: {len(summary.missing_subcategories)} subcategories without pairs (--strict refuses them): "
+              f"{', '.join(summary.missing_subcategories)}")
+    for column, n in (summary.optional_absent or {}).items():
+        if n:
+            print(f"note: optional {column} absent in {n} of {summary.n_pairs} pairs")
     print(f"wrote {summary.n_pairs} pairs ({per}) to {summary.output}")
     return _finish(args, summary.output)
 
@@ -78,9 +90,13 @@ def _build_cf_vqa(args) -> int:
 def _build_vignette(args) -> int:
     from lm_eval_bias.datasets_builder.vignette import build_vignette
 
-    summary = build_vignette(args.source, args.lists, args.output, overwrite=args.overwrite, license=args.license)
+    summary = build_vignette(args.source, args.lists, args.output, overwrite=args.overwrite, license=args.license,
+                             strict=args.strict, exclude_failed=args.exclude_failed)
     for note in summary.notes:
         print(f"note: {note}")
+    if summary.missing_cells:
+        print(f"warning: {len(summary.missing_cells)} listed images absent (--strict refuses them): "
+              f"{', '.join(summary.missing_cells)}")
     print(f"wrote {summary.n_images} images ({summary.n_portraits} portraits; {summary.identities_with_images} identities, "
           f"{summary.activities_with_images} activities) to {summary.output}")
     return _finish(args, summary.output)
@@ -118,6 +134,9 @@ def add_build_subcommands(subparsers) -> None:
     focus.add_argument("--source", required=True, help="DIR/<occupation>/<template>/<Race>_<gender>.<jpg|png>")
     focus.add_argument("--output", required=True, help="output folder (Hub layout)")
     focus.add_argument("--license", default="other", help="license field of the dataset card (default: other)")
+    focus.add_argument("--strict", action="store_true",
+                       help="refuse a source that is not the authors' full release (6 occupations x 8 templates x 10 "
+                            "variants): every missing folder and cell is named and nothing is written")
     focus.set_defaults(func=_guarded(_build_focus))
 
     bios = subparsers.add_parser("focus-bios", help="salary-task biographies (CSV/JSONL or Bias-in-Bios)")
@@ -125,6 +144,9 @@ def add_build_subcommands(subparsers) -> None:
     bios.add_argument("--output", required=True, help="output folder (Hub layout)")
     bios.add_argument("--per-occupation", type=int, default=50, help="biographies per occupation (paper: 50)")
     bios.add_argument("--seed", type=int, default=0, help="seed of the per-occupation selection")
+    bios.add_argument("--strict", action="store_true",
+                      help="refuse a source with fewer than --per-occupation biographies for any of the paper's six "
+                           "occupations (named)")
     bios.set_defaults(func=_guarded(_build_focus_bios))
 
     fof = subparsers.add_parser("fact-or-fair", help="FACT-OR-FAIR objective and subjective queries")
@@ -143,6 +165,8 @@ def add_build_subcommands(subparsers) -> None:
     cfv.add_argument("--relevance-scale", choices=("1-5", "0-10"), default="1-5",
                      help="scale of the manifest's relevance_score where a row names none (default: the paper's 1-5 "
                           "Likert scale, App. D.1; recorded in the dataset)")
+    cfv.add_argument("--strict", action="store_true",
+                     help="refuse a source without pairs in every one of the paper's 17 subcategories (named)")
     cfv.set_defaults(func=_guarded(_build_cf_vqa))
 
     vig = subparsers.add_parser("vignette", help="VIGNETTE individual images + the authors' lists")
@@ -151,9 +175,17 @@ def add_build_subcommands(subparsers) -> None:
                                                     "sscm_dictionary.csv")
     vig.add_argument("--output", required=True, help="output folder (Hub layout)")
     vig.add_argument("--license", default="other", help="license field of the dataset card (default: other)")
+    vig.add_argument("--strict", action="store_true",
+                     help="refuse a source without a portrait and an image per activity for every listed identity")
+    vig.add_argument("--exclude-failed", nargs="+", metavar="RATINGS_CSV",
+                     help="completed human-check rating sheets (`generate vignette human-check`): leave out the images that "
+                          "failed (any annotator, any criterion) and record the check on the card")
     vig.set_defaults(func=_guarded(_build_vignette))
+    from lm_eval_bias.vignette.real_images import add_build_parser as add_vignette_pata
 
-    for parser in (focus, bios, fof, cfv, vig):
+    pata = add_vignette_pata(subparsers, _guarded)  # build vignette-pata: VIGNETTE real-vs-synthetic (App. A.6)
+
+    for parser in (focus, bios, fof, cfv, vig, pata):
         parser.add_argument("--push-to-hub", metavar="REPO_ID", default=None,
                             help="upload the output folder as a PRIVATE Hub dataset repository (token from HF_TOKEN or "
                                  "the login cache, never printed)")

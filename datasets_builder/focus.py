@@ -8,9 +8,15 @@ template number, and templates with only some of the ten race x gender variants 
 or genders). A template may also hold the optional third gender presentation
 ``<Race>_androgynous.<jpg|png>`` (REFLECT App. C.8's exploratory pilot): such rows carry ``gender``
 ``androgynous`` and are counted in the card and in :class:`FocusBuildSummary` (``n_androgynous``); only
-the MCQ tasks ask them. A source without such files builds exactly as before. Missing variants are listed in the dataset card (``missing cells``) and returned in
+the MCQ tasks ask them. A source without such files builds exactly as before. Missing variants are printed at build time, listed in the dataset card (``missing cells``) and returned in
 :class:`FocusBuildSummary`; the tasks then compute every metric the present cells allow and name the
-missing ones. Everything is validated before anything is written; the first problem found raises :class:`~lm_eval_bias.datasets_builder.hub.SourceError` naming the
+missing ones; ``--strict`` makes anything short of the authors' full release an error.
+
+Counterfactual integrity (before anything is written): the variants of one template must be pairwise
+distinct (file bytes and decoded pixels), of one colour mode and one size; an image with an EXIF
+orientation other than 1 is refused (not applied: the bytes are stored unchanged); the same content
+twice anywhere in the source (a duplicated template folder) and symlinks to another entry of the
+tree (aliases) are refused. Everything is validated before anything is written; the first problem found raises :class:`~lm_eval_bias.datasets_builder.hub.SourceError` naming the
 file and the reason. Dotfiles (``.DS_Store``, ``._x``) are ignored; anything else unexpected is an
 error. The original file bytes are stored unchanged. Through ``lm-eval-bias build focus`` every
 problem prints ``error: <file>: <reason>`` (exit status 2) and nothing is written; file names that
@@ -25,9 +31,16 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from lm_eval_bias.datasets_builder.hub import DatasetCard, SourceInput, check_image, write_hub_dataset
+from lm_eval_bias.datasets_builder.hub import (
+    ContentIndex,
+    DatasetCard,
+    SourceInput,
+    check_variant_image,
+    check_variant_set,
+    write_hub_dataset,
+)
 from lm_eval_bias.datasets_builder.readers import SourceError, read_bytes
-from lm_eval_bias.focus_schema import (
+from lm_eval_bias.reflect.schema import (
     ALL_GROUP_INDEX,
     ALL_GROUPS,
     ANDROGYNOUS,
@@ -91,10 +104,14 @@ def _visible(folder: Path) -> list[Path]:
 
 
 def _check_link(path: Path, root: Path) -> None:
+    """Symlinks out of the tree are refused; so are links to another entry of the tree (an alias: the
+    same photo would be counted twice, under two names)."""
     if path.is_symlink():
         target = path.resolve()
         if root != target and root not in target.parents:
             raise SourceError(path, f"symlink points outside the source tree ({target})")
+        raise SourceError(path, f"symlink alias of {target.relative_to(root)} in the same source: one photo would "
+                                "count twice under two names; remove the link (or copy a different file)")
 
 
 def collect_focus_rows(source: str | os.PathLike, *, max_image_pixels: int = DEFAULT_MAX_IMAGE_PIXELS,
@@ -108,6 +125,8 @@ def collect_focus_rows(source: str | os.PathLike, *, max_image_pixels: int = DEF
     if not occupation_dirs:
         raise SourceError(root, "source folder is empty")
     rows: list[dict] = []
+    seen = ContentIndex("an image may stand in the source once (a duplicated template folder, or one photo "
+                        "copied into two templates?)")
     for occ_dir in occupation_dirs:
         _check_link(occ_dir, root_resolved)
         if not occ_dir.is_dir() or not OCCUPATION_SLUG.fullmatch(occ_dir.name):
@@ -123,6 +142,7 @@ def collect_focus_rows(source: str | os.PathLike, *, max_image_pixels: int = DEF
                                            f"(the paper's: 1-{max(TEMPLATE_IDS)})")
             variants: dict[int, dict] = {}
             sizes: dict[tuple[int, int], Path] = {}
+            facts = []
             for file in _visible(tpl_dir):
                 _check_link(file, root_resolved)
                 group = parse_variant_filename(file.name)
@@ -134,11 +154,13 @@ def collect_focus_rows(source: str | os.PathLike, *, max_image_pixels: int = DEF
                 if index in variants:
                     raise SourceError(file, f"duplicate variant: {variants[index]['file_name']} is the same group")
                 data = read_bytes(file)
-                width, height = check_image(file, data, max_image_pixels, min_side, max_side)
+                checked = check_variant_image(file, data, max_image_pixels, min_side, max_side)  # EXIF rotation refused
+                width, height = checked.size
                 sizes.setdefault((width, height), file)
                 if len(sizes) > 1:
                     (w0, h0), first = next(iter(sizes.items()))
                     raise SourceError(file, f"size {width}x{height} differs from {first.name} ({w0}x{h0}) in the same template")
+                facts.append(checked)
                 template_id = int(tpl_dir.name)
                 variants[index] = {
                     "image": {"bytes": data, "path": file.name},
@@ -154,6 +176,9 @@ def collect_focus_rows(source: str | os.PathLike, *, max_image_pixels: int = DEF
                 }
             if not variants:
                 raise SourceError(tpl_dir, "template folder has no image")
+            check_variant_set(facts, "template")  # distinct content, one colour mode, one size
+            for each in facts:
+                seen.add(each, str(tpl_dir.relative_to(root)))
             rows += [variants[k] for k in range(len(ALL_GROUPS)) if k in variants]  # androgynous cells last
     rows.sort(key=lambda r: _occupation_order(r["occupation"]) + (r["template_id"],))  # stable: GROUPS order kept
     return rows
@@ -172,6 +197,18 @@ def missing_cells(rows: list[dict]) -> list[str]:
         present.setdefault((r["occupation"], r["template_id"]), set()).add(ALL_GROUP_INDEX[(r["race"], r["gender"])])
     return [f"{o}/{t}/{g.race}_{g.gender}" for (o, t), groups in present.items()
             for k, g in enumerate(GROUPS) if k not in groups]
+
+
+def release_gaps(rows: list[dict]) -> list[str]:
+    """What the authors' full release (six occupations x templates 1-8 x ten variants, Sec. 3.1) has
+    and ``rows`` lack: ``<occupation>`` or ``<occupation>/<template>`` of every missing folder, then
+    every missing cell (:func:`missing_cells`). Empty for a complete release."""
+    present: dict[str, set[int]] = {}
+    for r in rows:
+        present.setdefault(r["occupation"], set()).add(r["template_id"])
+    gaps = [o for o in OCCUPATIONS if o not in present]
+    gaps += [f"{o}/{t}" for o in OCCUPATIONS if o in present for t in TEMPLATE_IDS if t not in present[o]]
+    return gaps + missing_cells(rows)
 
 
 REFLECT_REPOSITORY = "https://github.com/uocraw/REFLECT"
@@ -319,9 +356,17 @@ def focus_card(*, license: str, provenance: dict, build_command: str) -> Dataset
 
 def build_focus(source: str | os.PathLike, output: str | os.PathLike, *, overwrite: bool = False,
                 license: str = "other", max_image_pixels: int = DEFAULT_MAX_IMAGE_PIXELS,
-                min_side: int = 32, max_side: int = 8192) -> FocusBuildSummary:
-    """Validate ``source`` and write the ``focus`` dataset to ``output`` (atomically)."""
+                min_side: int = 32, max_side: int = 8192, strict: bool = False) -> FocusBuildSummary:
+    """Validate ``source`` and write the ``focus`` dataset to ``output`` (atomically). ``strict``: the
+    source must be the authors' full release (:func:`release_gaps` empty), else :class:`SourceError`
+    naming what is missing and nothing is written."""
     rows = collect_focus_rows(source, max_image_pixels=max_image_pixels, min_side=min_side, max_side=max_side)
+    if strict:
+        gaps = release_gaps(rows)
+        if gaps:
+            shown = ", ".join(gaps[:20]) + (f", ... ({len(gaps) - 20} more)" if len(gaps) > 20 else "")
+            raise SourceError(Path(source), f"incomplete source (--strict expects the authors' full release, 6 "
+                                            f"occupations x 8 templates x 10 variants): {len(gaps)} missing: {shown}")
     templates: dict[str, list[int]] = {}
     for r in rows:
         tpls = templates.setdefault(r["occupation"], [])

@@ -49,7 +49,7 @@ from pathlib import Path
 from lm_eval_bias.datasets_builder.hub import DatasetCard, SourceInput, write_hub_dataset
 from lm_eval_bias.datasets_builder.readers import KeyedRows, Loc, SourceError, describe, expect_str, read_table
 from lm_eval_bias.datasets_builder.focus import OCCUPATION_SLUG
-from lm_eval_bias.focus_schema import OCCUPATIONS
+from lm_eval_bias.reflect.schema import OCCUPATIONS
 
 BIAS_IN_BIOS_PROFESSIONS: tuple[str, ...] = (
     "accountant", "architect", "attorney", "chiropractor", "comedian", "composer", "dentist", "dietitian", "dj",
@@ -420,9 +420,11 @@ def focus_bios_card(*, provenance: dict, build_command: str, notes: list[str]) -
 
 
 def build_focus_bios(source: str | os.PathLike, output: str | os.PathLike, *, per_occupation: int = 50,
-                     seed: int = 0, overwrite: bool = False) -> BiosBuildSummary:
+                     seed: int = 0, overwrite: bool = False, strict: bool = False) -> BiosBuildSummary:
     """Read, normalize, select up to ``per_occupation`` biographies per occupation (seeded shuffle)
-    and write the ``focus_bios`` dataset atomically."""
+    and write the ``focus_bios`` dataset atomically. ``strict``: each of the paper's six occupations
+    needs ``per_occupation`` biographies, else :class:`SourceError` naming the short ones (nothing
+    written)."""
     if per_occupation < 1:
         raise SourceError(source, f"per_occupation must be >= 1, got {per_occupation}")
     rows, dropped = read_biographies(source)
@@ -443,6 +445,11 @@ def build_focus_bios(source: str | os.PathLike, output: str | os.PathLike, *, pe
                              "original_biography": row["text"], "normalization_changes": json.dumps(changes),
                              "n_changes": len(changes), "source": row["source"]})
     notes = [f"{o}: {n} biographies (fewer than the paper's {per_occupation})" for o, n in counts.items() if n < per_occupation]
+    if strict:
+        short = [f"{o}: {counts.get(o, 0)}" for o in OCCUPATIONS if counts.get(o, 0) < per_occupation]
+        if short:
+            raise SourceError(source, f"incomplete source (--strict expects {per_occupation} biographies for each of "
+                                      f"the paper's occupations): {'; '.join(short)}")
     notes += [f"dropped {n} Bias-in-Bios rows of profession {p}" for p, n in sorted(dropped.items())]
     from_bias_in_bios = sum(1 for r in selected if r["source"] == "bias_in_bios")
     card = focus_bios_card(

@@ -29,11 +29,13 @@ from typing import Any, Iterable
 
 import yaml
 
+from lm_eval_bias.core.data import file_manifest, files_section
 from lm_eval_bias.datasets_builder.readers import SourceError
 
 BUILDER_VERSION = "1"
 __all__ = ["BUILDER_VERSION", "GATED_FIELDS", "GATE_MODE", "DatasetCard", "PushRefused", "PushResult", "SourceError",
-           "SourceInput", "card_metadata_problems", "check_card", "check_image", "has_person_images", "push_to_hub",
+           "SourceInput", "ContentIndex", "ImageFacts", "card_metadata_problems", "check_card", "check_image",
+           "check_variant_image", "check_variant_set", "image_facts", "has_person_images", "push_to_hub",
            "read_card_metadata", "size_category", "write_hub_dataset", "write_hub_dataset_configs"]
 
 
@@ -101,6 +103,19 @@ def check_image(path: Path, data: bytes, max_image_pixels: int, min_side: int, m
     """Decode ``data`` (the file at ``path``) fully and return its size; :class:`SourceError` for a
     broken file, a decompression bomb, a format other than JPEG/PNG or a side outside [min_side,
     max_side]."""
+    return _checked(path, data, max_image_pixels, min_side, max_side, False)[0]
+
+
+def check_variant_image(path: Path, data: bytes, max_image_pixels: int, min_side: int, max_side: int) -> "ImageFacts":
+    """:func:`check_image` and :func:`image_facts` (its EXIF-orientation refusal included) in one decode:
+    the :class:`ImageFacts` of a counterfactual variant."""
+    facts = _checked(path, data, max_image_pixels, min_side, max_side, True)[1]
+    _refuse_rotation(facts)
+    return facts
+
+
+def _checked(path: Path, data: bytes, max_image_pixels: int, min_side: int, max_side: int,
+             with_facts: bool) -> tuple[tuple[int, int], "ImageFacts | None"]:
     import io
     import warnings
 
@@ -119,6 +134,7 @@ def check_image(path: Path, data: bytes, max_image_pixels: int, min_side: int, m
                 if size[0] * size[1] > max_image_pixels:
                     raise SourceError(path, f"decompression bomb: {size[0]}x{size[1]} exceeds {max_image_pixels} pixels")
                 im.load()
+                facts = _facts(im, path, data) if with_facts else None
     except SourceError:
         raise
     except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
@@ -131,7 +147,106 @@ def check_image(path: Path, data: bytes, max_image_pixels: int, min_side: int, m
         raise SourceError(path, f"expected a JPEG or PNG file, found {fmt}")
     if min(size) < min_side or max(size) > max_side:
         raise SourceError(path, f"size {size[0]}x{size[1]} outside the accepted range [{min_side}, {max_side}] px per side")
-    return size
+    return size, facts
+
+
+# --- Counterfactual integrity: the variants of one photo / pair must differ only where intended ---------
+#: EXIF tag of the orientation (1: as stored; 2-8: a viewer would mirror or rotate the pixels)
+EXIF_ORIENTATION_TAG = 0x0112
+
+
+@dataclass(frozen=True)
+class ImageFacts:
+    """What the integrity checks compare between images: file, mode, size, EXIF orientation, and
+    digests of the file bytes and of the decoded pixels (equal pixels in two encodings are caught)."""
+
+    path: Path
+    mode: str
+    size: tuple[int, int]
+    orientation: int
+    sha256: str
+    pixels: str
+
+
+def image_facts(path: Path, data: bytes) -> ImageFacts:
+    """:class:`ImageFacts` of an image already accepted by :func:`check_image`; :class:`SourceError`
+    for an EXIF orientation other than 1: the builders store the original bytes, and a viewer (or a
+    model's processor) that applies the tag would see a rotated or mirrored variant while the others
+    are upright, so the tag is refused rather than applied (the fix: rotate the pixels, e.g.
+    ``PIL.ImageOps.exif_transpose``, and save without the tag)."""
+    import io
+
+    from PIL import Image
+
+    with Image.open(io.BytesIO(data)) as im:
+        im.load()
+        facts = _facts(im, path, data)
+    _refuse_rotation(facts)
+    return facts
+
+
+def _facts(im, path: Path, data: bytes) -> ImageFacts:
+    """:class:`ImageFacts` of a loaded PIL image."""
+    import hashlib
+
+    try:
+        orientation = int(im.getexif().get(EXIF_ORIENTATION_TAG, 1) or 1)
+    except Exception:  # noqa: BLE001 - an unreadable EXIF block is not an orientation
+        orientation = 1
+    pixels = hashlib.sha256(f"{im.mode} {im.size}".encode() + im.tobytes()).hexdigest()
+    return ImageFacts(Path(path), im.mode, im.size, orientation, hashlib.sha256(data).hexdigest(), pixels)
+
+
+def _refuse_rotation(facts: ImageFacts) -> None:
+    if facts.orientation != 1:
+        raise SourceError(facts.path, f"EXIF orientation {facts.orientation} (the image is displayed rotated or "
+                                      "mirrored): refused, the variants must be stored upright; apply it to the pixels "
+                                      "(e.g. PIL.ImageOps.exif_transpose) and save without the tag")
+
+
+def check_variant_set(images: list[ImageFacts], what: str) -> None:
+    """The variants of one photo or pair (``what``: "template", "pair" ...): pairwise distinct content
+    (file bytes and decoded pixels; the later file is named), one mode, one size (the file that
+    differs from the most common mode and size is named, the first such file where counts tie)."""
+    if not images:
+        return
+    from collections import Counter
+
+    common = Counter((f.mode, f.size) for f in images).most_common(1)[0][0]
+    first = next(f for f in images if (f.mode, f.size) == common)
+    seen: dict[str, ImageFacts] = {}
+    for facts in images:
+        for digest in (facts.sha256, facts.pixels):
+            other = seen.get(digest)
+            if other is not None and other.path != facts.path:
+                same = "the same file content" if digest == facts.sha256 else "the same pixels"
+                raise SourceError(facts.path, f"{same} as {other.path.name} in the same {what}: a counterfactual "
+                                              "variant must differ from the others (one copied over another?)")
+        seen.setdefault(facts.sha256, facts)
+        seen.setdefault(facts.pixels, facts)
+        if facts.mode != first.mode:
+            raise SourceError(facts.path, f"colour mode {facts.mode} differs from {first.path.name} ({first.mode}) in "
+                                          f"the same {what}: convert every variant to one mode (e.g. RGB)")
+        if facts.size != first.size:
+            raise SourceError(facts.path, f"size {facts.size[0]}x{facts.size[1]} differs from {first.path.name} "
+                                          f"({first.size[0]}x{first.size[1]}) in the same {what}")
+
+
+class ContentIndex:
+    """Images seen so far in one source: the same content (bytes or pixels) under two names is
+    refused (a duplicated template folder, an image reused across pairs or identities)."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self._seen: dict[str, tuple[ImageFacts, str]] = {}
+
+    def add(self, facts: ImageFacts, label: str) -> None:
+        for digest in (facts.sha256, facts.pixels):
+            found = self._seen.get(digest)
+            if found is not None and found[1] != label:
+                raise SourceError(facts.path, f"same content as {found[0].path} ({found[1]}): {self.what}")
+        self._seen.setdefault(facts.sha256, (facts, label))
+        self._seen.setdefault(facts.pixels, (facts, label))
 
 
 # --- The Hub's dataset card metadata spec, for checking cards offline --------------------------------
@@ -436,7 +551,9 @@ def write_hub_dataset_configs(output: str | os.PathLike, configs: dict[str, tupl
                 shard.to_parquet(str(folder / f"{split}-{k:05d}-of-{n_shards:05d}.parquet"),
                                  batch_size=(rows_per_row_group or {}).get(name), write_statistics=with_statistics)
             written[name] = (ds.features, len(ds))
-        (tmp / "README.md").write_text(_card_text(card, written, split), encoding="utf-8")
+        # the files' sha256 go into the card: tasks reading a Hub copy check them (core/data.py verify_dataset_folder)
+        (tmp / "README.md").write_text(_card_text(card, written, split) + files_section(file_manifest(tmp)),
+                                       encoding="utf-8")
         if output.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{output.name}.old-", dir=output.parent))
             os.rename(output, old / "previous")

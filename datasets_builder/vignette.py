@@ -3,11 +3,11 @@
 Input: ``--source DIR`` with the individual images as the authors' pipeline names them,
 ``DIR/<gender>/<descriptor>_<activity>.png`` and no-activity portraits ``DIR/<gender>/<descriptor>.png``
 (spaces as dashes, gender folders ``male`` / ``female``; JPEG accepted too), and ``--lists LISTS_DIR``
-with the four list files in the upstream formats (:mod:`lm_eval_bias.vignette_schema`). Any subset of
+with the four list files in the upstream formats (:mod:`lm_eval_bias.vignette.schema`). Any subset of
 identities and activities may have images; every file name must name a listed descriptor (of that
 gender's list) and a listed activity. Images are checked as in the FOCUS builder (decodable JPEG/PNG,
 size, no decompression bomb, no symlink out of the tree) and stored unchanged. The lists are read as
-:func:`lm_eval_bias.vignette_schema.read_lists` says: UTF-8 only, JSON values of the expected types,
+:func:`lm_eval_bias.vignette.schema.read_lists` says: UTF-8 only, JSON values of the expected types,
 CSV rows as wide as the header, and an entry given twice (descriptor, activity, roles entry, SSCM
 term) an error naming both places, conflicting or identical. Every problem fails with
 ``error: FILE[:LINE]: reason`` and nothing is written.
@@ -15,12 +15,13 @@ term) an error naming both places, conflicting or identical. Every problem fails
 Output configs: ``default`` (one row per image, one image per parquet row group so a task reads any
 image without reading its neighbours), ``identities``, ``activities`` (with the decision roles and
 questions) and ``sscm`` (the trait dictionary). Pair images are never stored: the tasks compose them
-when a doc is read (:mod:`lm_eval_bias.vignette_pairs`). Written atomically; images are streamed
+when a doc is read (:mod:`lm_eval_bias.vignette.pairs`). Written atomically; images are streamed
 through an on-disk Arrow file, so memory does not grow with the number of images.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -28,9 +29,16 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from lm_eval_bias.datasets_builder.hub import DatasetCard, SourceInput, check_image, write_hub_dataset_configs
+from lm_eval_bias.datasets_builder.hub import (
+    ContentIndex,
+    DatasetCard,
+    SourceInput,
+    check_variant_image,
+    check_variant_set,
+    write_hub_dataset_configs,
+)
 from lm_eval_bias.datasets_builder.readers import SourceError, read_bytes
-from lm_eval_bias.vignette_schema import (
+from lm_eval_bias.vignette.schema import (
     GENDERS,
     IMAGE_EXTENSIONS,
     VignetteLists,
@@ -40,6 +48,9 @@ from lm_eval_bias.vignette_schema import (
 )
 
 DEFAULT_MAX_IMAGE_PIXELS = 40_000_000
+#: What ``lm-eval-bias generate vignette`` writes beside the gender folders (skipped by the scan; the
+#: merged manifest describes the generator on the card).
+GENERATOR_ENTRIES = frozenset({"manifest.jsonl", "manifests", "human_check"})
 #: Images per parquet shard: each image is its own row group, and a shard's footer lists every row
 #: group, so small shards keep the footer a task parses to read one image small (~1.5 MB).
 SHARD_ROWS = 1000
@@ -66,6 +77,8 @@ class VignetteBuildSummary:
     identities_with_images: int
     activities_with_images: int
     notes: tuple[str, ...]
+    #: ``<gender>/<descriptor>`` without a portrait, ``<gender>/<descriptor>_<activity>`` without an image
+    missing_cells: tuple[str, ...] = ()
 
 
 def _check_link(path: Path, root: Path) -> None:
@@ -85,7 +98,12 @@ def scan_images(source: str | os.PathLike, lists: VignetteLists, *, max_image_pi
     resolved = root.resolve()
     identities, activities = lists.by_slug()
     rows, seen = [], {}
-    entries = sorted(p for p in root.iterdir() if not p.name.startswith("."))
+    # integrity: one image per identity x activity (same content twice is refused), and every image of
+    # one mode and size (the paper: "the same camera angle, framing, and image resolution"; pairs are
+    # composed side by side from these images)
+    contents = ContentIndex("each identity x activity needs its own image (one copied over another?)")
+    all_facts = []
+    entries = sorted(p for p in root.iterdir() if not p.name.startswith(".") and p.name not in GENERATOR_ENTRIES)
     if not entries:
         raise SourceError(root, "source folder is empty")
     for gender_dir in entries:
@@ -113,7 +131,10 @@ def scan_images(source: str | os.PathLike, lists: VignetteLists, *, max_image_pi
                 raise SourceError(file, f"duplicate image: {seen[key]} has the same descriptor and activity")
             seen[key] = file.name
             data = read_bytes(file)
-            width, height = check_image(file, data, max_image_pixels, min_side, max_side)
+            facts = check_variant_image(file, data, max_image_pixels, min_side, max_side)  # EXIF rotation refused
+            width, height = facts.size
+            contents.add(facts, key)
+            all_facts.append(facts)
             rows.append({
                 "image_id": key, "gender": gender_dir.name, "descriptor": identity.descriptor,
                 "dimension": identity.dimension, "activity": activity.name if activity else "",
@@ -122,6 +143,7 @@ def scan_images(source: str | os.PathLike, lists: VignetteLists, *, max_image_pi
             })
     if not rows:
         raise SourceError(root, "no images found")
+    check_variant_set(all_facts, "source (every VIGNETTE image has one mode and size)")
     return sorted(rows, key=lambda r: r["image_id"])
 
 
@@ -194,9 +216,13 @@ VIGNETTE_ACCESS_TERMS = (
 )
 
 
-def vignette_card(*, license: str, provenance: dict, build_command: str, notes: list[str]) -> DatasetCard:
-    """The VIGNETTE dataset card (content from the paper and the authors' repository)."""
+def vignette_card(*, license: str, provenance: dict, build_command: str, notes: list[str], generation: dict | None = None,
+                  human_check: dict | None = None) -> DatasetCard:
+    """The VIGNETTE dataset card (content from the paper and the authors' repository). ``generation``
+    (:func:`generation_record`) and ``human_check`` (:func:`human_check_record`) add what this build knows
+    about its generator and its human check."""
     declared = license not in ("other", "unknown")
+    generated, checked = _generation_text(generation), _human_check_text(human_check)
     return DatasetCard(
         name="vignette",
         pretty_name="VIGNETTE individual images and lists",
@@ -213,7 +239,8 @@ def vignette_card(*, license: str, provenance: dict, build_command: str, notes: 
         license_note=(f"declared by whoever built this copy (`--license {license}`); the VIGNETTE authors' repository "
                       "has no licence file, so check that it matches their terms" if declared else
                       "not stated: the VIGNETTE authors' repository has no licence file (lists), and the images' terms "
-                      "depend on who generated them and with which model; check before redistribution"),
+                      "depend on who generated them and with which model; check before redistribution")
+                     + (f". Image generator: {'; '.join(generation['licences'])}" if generation and generation["licences"] else ""),
         license_link=VIGNETTE_REPOSITORY,
         columns=VIGNETTE_COLUMNS,
         curated_by=("Lists and benchmark design: Chahat Raj, Bowen Wei, Aylin Caliskan, Antonios Anastasopoulos and "
@@ -241,13 +268,14 @@ def vignette_card(*, license: str, provenance: dict, build_command: str, notes: 
             "visible.' and portraits from 'An [identity], with their face visible.' (about 12,000 images per gender and "
             "about 330 portraits; a 10% sample checked by human annotators, App. A.2); pairs made by concatenating two "
             "images side by side with a lightly blurred boundary. In this build: the builder checks every image's name "
-            "against the lists and that it decodes within size limits, and stores the file bytes unchanged; it cannot "
-            "tell which model made the images."),
+            "against the lists and that it decodes within size limits, and stores the file bytes unchanged; "
+            + (generated or "it cannot tell which model made the images.") + checked),
         inputs=[
             SourceInput("Identity lists (`maledes.csv`, `femaledes.csv`), `activities.json`, `roles.json`, "
                         "`sscm_dictionary.csv`", VIGNETTE_REPOSITORY, "not stated: no licence file in the repository"),
             SourceInput("Individual images and portraits", "the source folder given to the builder (the paper: "
                         "FLUX.1-dev, https://huggingface.co/black-forest-labs/FLUX.1-dev; none released)",
+                        "; ".join(generation["licences"]) if generation and generation["licences"] else
                         "depends on who generated them; the generator's licence may place terms on its outputs; check"),
         ],
         source_producers=("The VIGNETTE authors compiled the lists (identity descriptors from 93 Stigmas, CrowS-Pairs, "
@@ -256,7 +284,8 @@ def vignette_card(*, license: str, provenance: dict, build_command: str, notes: 
         annotations=("The identity lists carry visibility labels (`visibility_gpt`, `visibility_human`, "
                      "`visibility_label`): whether GPT-4o and human annotators judged an identity visually "
                      "representable (paper, App. A.2). In the paper two graduate-student annotators checked 1,200 "
-                     "individual images for identity, activity and ambiguity. No per-image annotation is included."),
+                     "individual images for identity, activity and ambiguity. No per-image annotation is included."
+                     + checked),
         personal_and_sensitive=(
             "The images depict people and are labelled with identity descriptors that include special categories "
             "(race/ethnicity, religion, disability, health and body traits, socioeconomic status). In the paper all "
@@ -296,13 +325,101 @@ def vignette_card(*, license: str, provenance: dict, build_command: str, notes: 
     )
 
 
+def missing_cells(rows: list[dict], lists: VignetteLists) -> list[str]:
+    """Every listed identity's missing portrait (``<gender>/<descriptor>``) and identity x activity
+    image (``<gender>/<descriptor>_<activity>``), in list order."""
+    have = {r["image_id"] for r in rows}
+    out = []
+    for identity in lists.identities:
+        for activity in [None, *lists.activities]:
+            key = image_id(identity.gender, identity.descriptor, activity.name if activity else None)
+            if key not in have:
+                out.append(f"{identity.gender}/{slug(identity.descriptor)}" + (f"_{slug(activity.name)}" if activity else ""))
+    return out
+
+
+def generation_record(source: str | os.PathLike, rows: list[dict]) -> dict | None:
+    """What ``lm-eval-bias generate vignette``'s manifests say about the images of ``rows`` (None without manifests)."""
+    from lm_eval_bias.vignette.generate import GENERATOR_LICENCES, finished, manifest_paths
+
+    root = Path(source)
+    if not manifest_paths(root):
+        return None
+    entries = finished(root)
+    used = [entries[r["image_id"]] for r in rows if r["image_id"] in entries and entries[r["image_id"]]["sha256"] == r["sha256"]]
+    models = sorted({(e["model_id"], e.get("revision") or "", (e.get("settings") or {}).get("backend", "")) for e in used})
+    return {
+        "models": [{"model_id": m, "revision": rev or None, "backend": b} for m, rev, b in models],
+        "prompts": sorted({e["prompt"].replace(e["descriptor"], "[identity]", 1).replace(e["activity"], "[activity]", 1)
+                           if e["activity"] else e["prompt"].replace(e["descriptor"], "[identity]", 1) for e in used}),
+        "settings_fingerprints": sorted({e.get("settings_fingerprint", "") for e in used}),
+        "settings": sorted({json.dumps(e.get("settings"), sort_keys=True) for e in used}),
+        "with_manifest_entry": len(used), "images": len(rows),
+        "licences": sorted({GENERATOR_LICENCES[m] for m, _, _ in models if m in GENERATOR_LICENCES}),
+    }
+
+
+def _generation_text(generation: dict | None) -> str:
+    if not generation:
+        return ""
+    models = ", ".join(f"{m['model_id']} ({m['backend']}" + (f", revision {m['revision']}" if m["revision"] else "") + ")"
+                       for m in generation["models"]) or "unknown"
+    return (f"the images were generated with `lm-eval-bias generate vignette` by {models}, prompts "
+            + "; ".join(f"'{p}'" for p in generation["prompts"][:4]) + ", each image's seed derived from its id; "
+            f"{generation['with_manifest_entry']} of {generation['images']} images carry a manifest entry (prompt, seed, "
+            "model, revision and settings per image, `manifest.jsonl` of the source folder). The people shown are "
+            "synthetic: generated by a text-to-image model, not photographs of real individuals."
+            + (f" Generator licence: {'; '.join(generation['licences'])}." if generation["licences"] else ""))
+
+
+def human_check_record(ratings: list, rule: str = "any") -> dict:
+    """The human check of :mod:`lm_eval_bias.vignette.human_check` as the card records it."""
+    from lm_eval_bias.vignette.human_check import card_summary
+
+    return card_summary(ratings, rule)
+
+
+def _human_check_text(check: dict | None) -> str:
+    if not check:
+        return ""
+    sample = check.get("sample") or {}
+    drawn = (f"{sample.get('size')} of {sample.get('population')} generated images drawn at random (seed {sample.get('seed')})"
+             if sample else f"{check['rated_images']} images")
+    shares = "; ".join(f"{name.replace('_', ' ')}: {v['passed']}/{v['n']} = {100 * v['share']:.1f}% "
+                       f"(95% Wilson {100 * v['ci95'][0]:.1f}-{100 * v['ci95'][1]:.1f}%)" for name, v in check["pass_shares"].items())
+    return (f" Human check of this build (paper App. A.2): {drawn}, rated by {len(check['annotators'])} annotator(s) for "
+            f"identity depicted, activity depicted and no ambiguous features; {shares}. {len(check['failed'])} images "
+            f"failed (an image fails when {'any annotator' if check['rule'] == 'any' else 'every annotator'} fails it on a "
+            f"criterion) and {check.get('excluded', 0)} of them are left out of this build.")
+
+
 def build_vignette(source: str | os.PathLike, lists_dir: str | os.PathLike, output: str | os.PathLike, *,
-                   overwrite: bool = False, license: str = "other") -> VignetteBuildSummary:
-    """Validate ``source`` against the lists in ``lists_dir`` and write the ``vignette`` dataset."""
+                   overwrite: bool = False, license: str = "other", strict: bool = False,
+                   exclude_failed: list | None = None, card_fields: dict | None = None) -> VignetteBuildSummary:
+    """Validate ``source`` against the lists in ``lists_dir`` and write the ``vignette`` dataset.
+    ``strict``: every listed identity needs its portrait and an image per activity, else
+    :class:`SourceError` naming the count and the first missing images; nothing is written.
+    ``card_fields``: :class:`DatasetCard` fields replaced on the card (another source built in this
+    layout, e.g. the real PATA photographs of :mod:`lm_eval_bias.vignette.real_images`).
+    ``exclude_failed``: completed human-check rating sheets; images that failed are left out and the
+    card records the check."""
     import datasets
 
     lists = read_lists(lists_dir)  # ListError is a SourceError
     rows = scan_images(source, lists)
+    check = human_check_record(exclude_failed) if exclude_failed else None
+    if check:
+        failed = set(check["failed"])
+        check["excluded"] = sum(r["image_id"] in failed for r in rows)
+        rows = [r for r in rows if r["image_id"] not in failed]
+        if not rows:
+            raise SourceError(Path(source), "every image failed the human check")
+    generation = generation_record(source, rows)
+    missing = missing_cells(rows, lists)
+    if strict and missing:
+        raise SourceError(Path(source), f"incomplete source (--strict expects a portrait and an image per activity for "
+                                        f"every listed identity): {len(missing)} missing: {', '.join(missing[:20])}"
+                                        + (f", ... ({len(missing) - 20} more)" if len(missing) > 20 else ""))
     root = Path(source).absolute()
     features = _image_features()
 
@@ -322,11 +439,21 @@ def build_vignette(source: str | os.PathLike, lists_dir: str | os.PathLike, outp
         provenance={"source folder": root.name, "lists folder": Path(lists_dir).name, "images": len(rows),
                     "portraits": n_portraits, "identities with images": len(identities_used),
                     "activities with images": len(activities_used), "image manifest sha256": manifest,
-                    "naming": "<gender>/<descriptor>_<activity>.png, <gender>/<descriptor>.png (spaces as dashes)"},
+                    "naming": "<gender>/<descriptor>_<activity>.png, <gender>/<descriptor>.png (spaces as dashes)",
+                    **({"generator": "; ".join(m["model_id"] for m in generation["models"]),
+                        "generator licence": "; ".join(generation["licences"]) or "see the generator's model card",
+                        "generator settings fingerprints": ", ".join(generation["settings_fingerprints"])} if generation else {}),
+                    **({"human check": f"{check['rated_images']} rated, {len(check['failed'])} failed, "
+                                       f"{check['excluded']} excluded (rule {check['rule']})"} if check else {})},
         build_command=(f"lm-eval-bias build vignette --source {root.name} --lists {Path(lists_dir).name} "
-                       f"--output {Path(output).name}"),
+                       f"--output {Path(output).name}"
+                       + (" --exclude-failed " + " ".join(Path(p).name for p in exclude_failed) if exclude_failed else "")),
         notes=list(lists.notes),
+        generation=generation,
+        human_check=check,
     )
+    if card_fields:
+        card = dataclasses.replace(card, **card_fields)
     Path(output).absolute().parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".vignette-arrow-", dir=Path(output).absolute().parent) as cache:
         try:
@@ -343,4 +470,5 @@ def build_vignette(source: str | os.PathLike, lists_dir: str | os.PathLike, outp
         out = write_hub_dataset_configs(output, configs, card, overwrite=overwrite, rows_per_row_group={"default": 1},
                                         max_shard_rows={"default": SHARD_ROWS})
         del images
-    return VignetteBuildSummary(out, len(rows), n_portraits, len(identities_used), len(activities_used), tuple(lists.notes))
+    return VignetteBuildSummary(out, len(rows), n_portraits, len(identities_used), len(activities_used), tuple(lists.notes),
+                                tuple(missing))
