@@ -24,7 +24,7 @@ def small_focus_data(tmp_path_factory) -> Path:
     `focus_bios` (3 biographies per occupation), built by the real builders."""
     from lm_eval_bias.datasets_builder.focus import build_focus
     from lm_eval_bias.datasets_builder.focus_bios import build_focus_bios
-    from lm_eval_bias.testing.synthetic_focus import make_synthetic_bios, make_synthetic_focus
+    from lm_eval_bias.reflect.synthetic import make_synthetic_bios, make_synthetic_focus
 
     root = tmp_path_factory.mktemp("focus_small")
     make_synthetic_focus(root / "src", occupations=SMALL_OCCUPATIONS, templates=SMALL_TEMPLATES, size=(64, 64))
@@ -45,7 +45,7 @@ def focus_env(small_focus_data, monkeypatch) -> Path:
 def small_fof_data(tmp_path_factory) -> Path:
     """LM_EVAL_BIAS_DATA_DIR-style folder with `fact_or_fair` built from the synthetic source."""
     from lm_eval_bias.datasets_builder.fact_or_fair import build_fact_or_fair
-    from lm_eval_bias.testing.synthetic_fact_or_fair import make_synthetic_fact_or_fair
+    from lm_eval_bias.fact_or_fair.synthetic import make_synthetic_fact_or_fair
 
     root = tmp_path_factory.mktemp("fof_small")
     build_fact_or_fair(make_synthetic_fact_or_fair(root / "src"), root / "data" / "fact_or_fair", seed=5)
@@ -63,7 +63,7 @@ def small_cf_vqa_data(tmp_path_factory) -> Path:
     """LM_EVAL_BIAS_DATA_DIR-style folder with `cf_vqa`: 6 synthetic pairs per subcategory (102 pairs),
     questions alternately written by two sources (Table 11)."""
     from lm_eval_bias.datasets_builder.cf_vqa import build_cf_vqa
-    from lm_eval_bias.testing.synthetic_cf_vqa import make_synthetic_cf_vqa
+    from lm_eval_bias.cf_vqa.synthetic import make_synthetic_cf_vqa
 
     root = tmp_path_factory.mktemp("cf_vqa_small")
     build_cf_vqa(make_synthetic_cf_vqa(root / "src", pairs_per_subcategory=6, size=32, question_sources=("o3", "Sonnet 4")),
@@ -82,7 +82,7 @@ def small_vignette_data(tmp_path_factory) -> Path:
     """LM_EVAL_BIAS_DATA_DIR-style folder with `vignette`: the synthetic lists (14 identities, 6
     activities, 4 SSCM pairs) and every individual image, built with the real builder."""
     from lm_eval_bias.datasets_builder.vignette import build_vignette
-    from lm_eval_bias.testing import synthetic_vignette
+    from lm_eval_bias.vignette import synthetic as synthetic_vignette
 
     root = tmp_path_factory.mktemp("vignette_small")
     lists = synthetic_vignette.write_lists(root / "lists")

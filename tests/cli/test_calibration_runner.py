@@ -1,0 +1,118 @@
+"""``scripts/calibrate_statistics.py``: runs every calibration module (a fake one with known rows, and
+every real module present, in quick mode with tiny seeds), prints one table, writes the docs table
+between its markers and the figure."""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from scripts import calibrate_statistics as runner  # noqa: E402
+from scripts.calibration import ROW_FIELDS  # noqa: E402
+
+FAKE = '''
+from scripts.calibration import ROW_FIELDS
+CALLS = []
+
+def run(n_seeds, n_boot, quick):
+    CALLS.append((n_seeds, n_boot, quick))
+    base = dict(benchmark="fake", design="3 clusters", dgp="planted", n_seeds=n_seeds, n_boot=n_boot, seed=0, note="")
+    return [dict(base, quantity="share", kind="interval", truth=0.5, mean_estimate=0.49, coverage=0.95,
+                 rejection_rate=float("nan"), target_met=True),
+            dict(base, quantity="p_share | null", kind="test", truth=float("nan"), mean_estimate=0.5,
+                 coverage=float("nan"), rejection_rate=0.2, target_met=False),
+            dict(base, quantity="p_share_paper", kind="test", truth=float("nan"), mean_estimate=0.5,
+                 coverage=float("nan"), rejection_rate=0.4, target_met=False, role="paper"),
+            dict(base, quantity="any of 3, raw p", kind="test", truth=float("nan"), mean_estimate=0.5,
+                 coverage=float("nan"), rejection_rate=0.3, target_met=False, role="diagnostic")]
+'''
+BROKEN = "def run(n_seeds, n_boot, quick):\n    raise RuntimeError('planted failure')\n"
+
+
+@pytest.fixture
+def modules_dir(tmp_path) -> Path:
+    folder = tmp_path / "calibration"
+    folder.mkdir()
+    (folder / "fake.py").write_text(FAKE)
+    (folder / "broken.py").write_text(BROKEN)
+    return folder
+
+
+def test_runner_table_docs_and_figure_on_a_fake_module(modules_dir, tmp_path, capsys):
+    docs = tmp_path / "statistics.md"
+    docs.write_text(f"# Statistics\n\nbefore\n\n{runner.BEGIN}\nold table\n{runner.END}\n\nafter\n")
+    figure = tmp_path / "calibration.png"
+    rows = runner.main(["--quick", "--seeds", "3", "--boot", "10", "--only", "fake", "--write-docs",
+                        "--modules-dir", str(modules_dir), "--docs", str(docs), "--figure", str(figure)])
+    assert [r["quantity"] for r in rows] == ["share", "p_share | null", "p_share_paper", "any of 3, raw p"]
+    assert all(set(r) == set(ROW_FIELDS) for r in rows) and rows[0]["n_seeds"] == 3 and rows[0]["n_boot"] == 10
+    # a row without a role is a default row; the paper's procedure and the diagnostic keep theirs
+    assert [r["role"] for r in rows] == ["default", "default", "paper", "diagnostic"]
+    printed = capsys.readouterr().out
+    assert "coverage" in printed and "0.950" in printed and "0.200" in printed
+    assert "paper's, kept by name" in printed and "target met: 1 of 2 default rows" in printed
+    text = docs.read_text()
+    assert "old table" not in text and text.startswith("# Statistics\n\nbefore") and text.endswith("after\n")
+    table = text.split(runner.BEGIN)[1].split(runner.END)[0]
+    assert "| fake | share | interval | default | 3 clusters | planted | 0.500 | 0.490 | 0.950 | — | yes |" in table
+    assert "p_share \\| null" in table and "| **no** |" in table and "1 of 2 default rows" in table
+    # target not applied to the paper's procedure or the diagnostic: labelled, not counted as misses
+    assert "| fake | p_share_paper | test | paper | 3 clusters | planted | — | 0.500 | — | 0.400 | paper's, kept by name |" in table
+    assert "| fake | any of 3, raw p | test | diagnostic | 3 clusters | planted | — | 0.500 | — | 0.300 | diagnostic |" in table
+    assert runner.target_summary(rows) == (1, 2)
+    assert figure.stat().st_size > 5000 and figure.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_failing_module_is_an_error_row_and_the_others_still_run(modules_dir):
+    modules = runner.discover(None, modules_dir)
+    assert list(modules) == ["broken", "fake"]
+    rows = runner.run_all(modules, 2, 5, True, log=open("/dev/null", "w"))
+    assert rows[0]["kind"] == "error" and "planted failure" in rows[0]["note"]
+    assert [r["benchmark"] for r in rows[1:]] == ["fake"] * 4
+    with pytest.raises(SystemExit, match="no calibration module nope"):
+        runner.discover(["nope"], modules_dir)
+
+
+def test_every_real_module_runs_in_quick_mode():
+    """The modules present (reflect, fact_or_fair, cf_vqa, vignette, paired — as written so far)."""
+    modules = runner.discover()
+    assert "paired" in modules
+    for name, module in modules.items():
+        rows = runner.run_all({name: module}, 2, 20, True, log=open("/dev/null", "w"))
+        assert rows, name
+        assert all(r["kind"] != "error" for r in rows), [r["note"] for r in rows if r["kind"] == "error"]
+        for r in rows:
+            assert set(r) == set(ROW_FIELDS) and r["kind"] in ("interval", "test", "null_floor"), (name, r)
+            for field in ("coverage", "rejection_rate"):
+                value = float(r[field])
+                assert math.isnan(value) or 0.0 <= value <= 1.0, (name, r["quantity"], field, value)
+            assert (r["kind"] == "interval") == math.isfinite(float(r["coverage"])) or r["kind"] == "null_floor", r
+            assert r["n_seeds"] == 2 and r["target_met"] in (True, False, None)
+            assert r["role"] in ("default", "paper", "diagnostic"), (name, r)
+    paired = runner.run_all({"paired": modules["paired"]}, 2, 20, True, log=open("/dev/null", "w"))
+    assert {r["kind"] for r in paired} == {"interval", "test"} and len(paired) == 6
+
+
+def test_family_wise_rows_are_held_to_at_most_the_level():
+    """'any of a family, Holm' rows meet the target when they reject at most 6 % (+ Monte Carlo error);
+    per-test rows keep the two-sided band."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("_cal", Path(__file__).resolve().parents[2] / "scripts" / "calibrate_statistics.py")
+    cal = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cal)
+    row = {"kind": "test", "quantity": "polarity cell test, any cell Holm p < 0.05", "rejection_rate": 0.0,
+           "n_seeds": 200, "target_met": False}
+    assert cal.family_wise_target(row)["target_met"] is True
+    assert cal.is_family_wise({**row, "quantity": "any of 6 win-rate tests, Holm p < 0.05"})
+    assert not cal.is_family_wise({**row, "quantity": "any of 18 per-occupation tests, raw p < 0.05"})
+    assert cal.family_wise_target({**row, "rejection_rate": 0.095})["target_met"] is False
+    per_test = {**row, "quantity": "p_male_win_rate", "target_met": False}
+    assert cal.family_wise_target(per_test)["target_met"] is False

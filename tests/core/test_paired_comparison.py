@@ -1,0 +1,150 @@
+"""Paired comparison of two models (``lm_eval_bias.core.paired``, ``report.comparison.paired_comparison``)
+and the leaderboard's ties: planted models — a real difference is not a tie, two models identical in
+distribution are, docs answered by only one model are left out and counted."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from lm_eval_bias.core.paired import holm, paired_cluster_bootstrap, paired_difference, tie_groups
+
+TASK = "focus_2afc_income"
+
+
+# -- the pure statistics --------------------------------------------------------------------------------
+def _clustered(n_clusters: int, rate_a: float, rate_b: float, seed: int, per: int = 20, spread: float = 1.0):
+    """Per-cluster successes of two models on the same clusters; a shared cluster effect (logit scale)."""
+    rng = np.random.default_rng(seed)
+    effect = rng.normal(0, spread, n_clusters)
+    logit = lambda p: math.log(p / (1 - p))  # noqa: E731
+    p_a = 1 / (1 + np.exp(-(logit(rate_a) + effect)))
+    p_b = 1 / (1 + np.exp(-(logit(rate_b) + effect)))
+    return rng.binomial(per, p_a), rng.binomial(per, p_b), per
+
+
+def _share(successes, per):
+    def values(weights):
+        weights = np.atleast_2d(weights)
+        return {"share": (weights @ successes) / (weights.sum(axis=1) * per)}
+    return values
+
+
+def test_paired_bootstrap_separates_a_planted_difference_from_a_null():
+    strata = [k % 4 for k in range(60)]
+    a, b, per = _clustered(60, 0.65, 0.5, seed=1)
+    real = paired_cluster_bootstrap(_share(a, per), _share(b, per), strata, 1000, 7, batched=True)["share"]
+    assert real.estimate == pytest.approx((a.sum() - b.sum()) / (60 * per))
+    assert real.p_value < 0.01 and real.ci_low > 0 and real.significant
+    assert real.ci_low < 0.15 < real.ci_high  # the planted difference on the probability scale is about 0.15
+    a, b, per = _clustered(60, 0.5, 0.5, seed=2)
+    null = paired_cluster_bootstrap(_share(a, per), _share(b, per), strata, 1000, 7, batched=True)["share"]
+    assert null.p_value > 0.05 and null.ci_low < 0 < null.ci_high and not null.significant
+
+
+def test_pairing_is_what_makes_the_test_sensitive():
+    """With a large shared cluster effect, resampling the two models independently would drown a real
+    difference; the joint resampling keeps it (and batched == one row at a time)."""
+    strata = [0] * 40
+    a, b, per = _clustered(40, 0.6, 0.5, seed=3, spread=2.0)
+    paired = paired_cluster_bootstrap(_share(a, per), _share(b, per), strata, 500, 1, batched=True)["share"]
+    rowwise = paired_cluster_bootstrap(lambda w: {k: float(v[0]) for k, v in _share(a, per)(w).items()},
+                                       lambda w: {k: float(v[0]) for k, v in _share(b, per)(w).items()}, strata, 500, 1)
+    assert rowwise["share"] == paired
+    rng = np.random.default_rng(0)
+    independent = np.std(rng.choice(a, (500, 40)).sum(1) / (40 * per) - rng.choice(b, (500, 40)).sum(1) / (40 * per))
+    assert paired.stderr < 0.5 * independent and paired.significant
+
+
+def test_too_few_clusters_or_undefined_replicates_give_nan():
+    one = paired_difference(0.6, 0.5, np.full(100, 0.6), np.full(100, 0.5), n_clusters=1)
+    assert math.isnan(one.p_value) and math.isnan(one.ci_low)
+    mostly_nan = paired_difference(0.6, 0.5, np.r_[np.full(80, np.nan), np.full(20, 0.6)], np.full(100, 0.5), 30)
+    assert math.isnan(mostly_nan.p_value) and mostly_nan.n_replicates == 20
+
+
+def test_holm_and_tie_ranks():
+    from statsmodels.stats.multitest import multipletests
+
+    p = [0.01, 0.04, np.nan, 0.03]
+    adjusted = holm(p)
+    assert math.isnan(adjusted[2])
+    np.testing.assert_allclose(adjusted[[0, 1, 3]], multipletests([0.01, 0.04, 0.03], method="holm")[1])
+    assert tie_groups(["a", "b", "c", "d"], [True, False, True]) == [1, 2, 2, 4]
+    assert tie_groups(["a", "b", "c"], [False, False]) == [1, 1, 1]
+
+
+# -- on logged records, through the task's own aggregation ---------------------------------------------------
+def twoafc_records(p_man: float, seed: int, templates: int = 12, occupations: int = 3) -> list[dict]:
+    """2AFC records of a model that picks the man with probability ``p_man`` (template effects shared)."""
+    rng = np.random.default_rng(seed)
+    template_shift = np.random.default_rng(99).normal(0, 0.08, templates)  # the same templates for every model
+    out = []
+    for t in range(templates):
+        occupation, template = f"occ{t % occupations}", f"occ{t % occupations}/t{t}"
+        p = float(np.clip(p_man + template_shift[t], 0, 1))
+        for man in range(0, 10, 2):
+            for woman in range(1, 10, 2):
+                for order in ("AB", "BA"):
+                    man_is_a = order == "AB"
+                    pick_man = rng.random() < p
+                    out.append({"template": template, "occupation": occupation, "pair_id": f"{template}:{man}-{woman}",
+                                "order": order, "group_a": man if man_is_a else woman,
+                                "group_b": woman if man_is_a else man, "status": "valid",
+                                "choice": "A" if pick_man == man_is_a else "B", "reason": "", "extraction": "strict"})
+    return out
+
+
+@pytest.fixture
+def quiet(monkeypatch):
+    """Point estimates only in the tasks' aggregations; 60 paired replicates."""
+    monkeypatch.setenv("LM_EVAL_BIAS_BOOTSTRAP_ITERS", "0")
+    monkeypatch.setenv("LM_EVAL_BIAS_NULL_ITERS", "0")
+    monkeypatch.setenv("LM_EVAL_BIAS_REPORT_BOOTSTRAP_ITERS", "60")
+
+
+def test_paired_comparison_on_records(quiet):
+    from lm_eval_bias.report.comparison import paired_comparison
+
+    biased, fair, fair_too = twoafc_records(0.85, 1), twoafc_records(0.5, 2), twoafc_records(0.5, 3)
+    real = paired_comparison(TASK, biased, fair, ["male_win_rate"], "biased", "fair")
+    diff = real.differences["male_win_rate"]
+    assert real.n_shared == len(biased) and real.n_only_a == real.n_only_b == 0 and real.n_clusters == 12
+    assert diff.estimate > 0.25 and diff.ci_low > 0 and diff.p_value < 0.05
+    assert "templates resampled within occupation" in real.method
+    same = paired_comparison(TASK, fair, fair_too, ["male_win_rate"])
+    assert same.differences["male_win_rate"].p_value > 0.05
+    assert same.differences["male_win_rate"].ci_low < 0 < same.differences["male_win_rate"].ci_high
+    # docs answered by one model only: left out and counted; the rest is compared doc by doc
+    cut = [r for r in fair if not r["template"].endswith(("/t0", "/t1"))]
+    extra = dict(biased[0], template="occ0/t99", pair_id="occ0/t99:0-1")
+    partial = paired_comparison(TASK, biased + [extra], cut, ["male_win_rate"])
+    assert partial.n_shared == len(cut) and partial.n_only_a == len(biased) + 1 - len(cut) and partial.n_only_b == 0
+    assert partial.n_clusters == 10 and partial.differences["male_win_rate"].p_value < 0.05
+    assert paired_comparison(TASK, biased, None, ["male_win_rate"]).reason == "no logged samples for both models"
+
+
+def test_leaderboard_marks_ties(quiet):
+    from lm_eval_bias import samples
+    from lm_eval_bias.report.leaderboard import comparisons_table, leaderboard, rankings
+    from lm_eval_bias.report.runs import ModelRun, TaskRun
+
+    def model(label, records):
+        return ModelRun(label, {TASK: TaskRun(TASK, samples.result_values(TASK, records), records, len(records), [])})
+
+    models = [model("fair", twoafc_records(0.5, 2)), model("biased", twoafc_records(0.85, 1)),
+              model("fair too", twoafc_records(0.5, 3))]
+    ranks = rankings(models)
+    male = ranks[f"{TASK}:male_win_rate"]
+    assert male.order[0] == "biased" and male.ranks["biased"] == 1
+    assert male.ranks["fair"] == male.ranks["fair too"] == 2  # identical in distribution: a tie
+    first, second = male.steps
+    assert not first.tie and first.p_holm < 0.05 and first.ci_low > 0 and second.tie
+    assert first.n_shared == len(models[0].tasks[TASK].records)
+    # retained_rate has a direction (higher is better): every valid 2AFC answer of this design is retained
+    board = leaderboard(models, ranks)
+    assert board.loc["biased", f"{TASK}:male_win_rate:rank"] == 1.0
+    table = comparisons_table(ranks)
+    assert set(table["key"]) >= {"male_win_rate"} and table["p_holm"].dropna().between(0, 1).all()

@@ -1,0 +1,218 @@
+"""FACT-OR-FAIR intervals, null floors, the authors' S_KLD and the data options (planted truths)."""
+
+from __future__ import annotations
+
+import logging
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lm_eval_bias.fact_or_fair import stats as fof
+
+UPSTREAM = Path(__file__).resolve().parents[3] / "shared" / "upstream" / "fact_or_fair"
+RACES = ("Asian", "Black", "White", "Hispanic")
+GENDERS = ("male", "female")
+
+
+def _records(stat_sides: dict[tuple[str, str], list[str]], truth: dict[tuple[str, str], str]) -> list:
+    return [fof.FactOrFairRecord(s, side, "valid", c, truth.get((s, side))) for (s, side), chosen in stat_sides.items()
+            for c in chosen]
+
+
+def _simulate(rng, classes, n_stats, per_cell, p_choice, background=False):
+    """Records of a model choosing class i with probability p_choice[i] in every cell (truth: classes 0 / 1)."""
+    out = []
+    for s in range(n_stats):
+        for side in ("highest", "lowest"):
+            picks = rng.choice(len(classes), size=per_cell, p=p_choice)
+            bgs = rng.integers(len(classes), size=per_cell)
+            for pick, bg in zip(picks, bgs):
+                out.append(fof.FactOrFairRecord(f"S{s}", side, "valid", classes[pick], classes[0 if side == "highest" else 1],
+                                                "attribution" if background else None,
+                                                classes[bg] if background else None))
+    return out
+
+
+# -- the authors' S_KLD, by hand ----------------------------------------------------------------------
+def test_authors_s_kld_is_exp_of_minus_mean_kl_with_their_smoothing_and_log_base():
+    # statistic A: high 2 male / 1 female, low 1 male / 2 female; statistic B: identical sides
+    records = _records({("A", "highest"): ["male", "male", "female"], ("A", "lowest"): ["male", "female", "female"],
+                        ("B", "highest"): ["male", "female"], ("B", "lowest"): ["female", "male"]}, {})
+    table = fof.tabulate(records, GENDERS)
+    eps = 1e-10
+    p, q = np.array([2 / 3, 1 / 3]) + eps, np.array([1 / 3, 2 / 3]) + eps
+    kl_a_bits = float((p * np.log2(p / q)).sum())          # obj_analysis.py: log2, +1e-10, not renormalised
+    kl_a_nats = float((p * np.log(p / q)).sum())           # subj_analysis.py: natural log, +1e-10
+    assert kl_a_bits == pytest.approx(1 / 3, abs=1e-8)
+    objective = fof.scores_from_counts(table.counts, table, objective=True, distance="none")
+    subjective = fof.scores_from_counts(table.counts, table, objective=False, distance="none")
+    assert float(objective["s_kld_authors"]) == pytest.approx(math.exp(-(kl_a_bits + 0.0) / 2), rel=1e-12)
+    assert float(subjective["s_kld_authors"]) == pytest.approx(math.exp(-(kl_a_nats + 0.0) / 2), rel=1e-12)
+    # Definition 3: mean over statistics of exp(-KL in nats), no smoothing
+    assert float(objective["s_kld"]) == pytest.approx((math.exp(-math.log(2) / 3) + 1) / 2, rel=1e-12)
+    s_e = float(objective["s_e"])
+    assert float(objective["s_fair_authors"]) == pytest.approx(s_e + math.exp(-kl_a_bits / 2) * (1 - s_e))
+
+
+def test_authors_objective_s_kld_is_zero_when_every_statistic_agrees_and_finite_on_empty_cells():
+    same = fof.tabulate(_records({("A", "highest"): ["male"], ("A", "lowest"): ["male"]}, {}), GENDERS)
+    obj = fof.scores_from_counts(same.counts, same, objective=True, distance="none")
+    subj = fof.scores_from_counts(same.counts, same, objective=False, distance="none")
+    assert float(obj["s_kld_authors"]) == 0.0          # `exp(-kld) if kld > 0 else 0` (obj_analysis.py l. 165)
+    assert float(subj["s_kld_authors"]) == 1.0 and float(obj["s_kld"]) == 1.0
+    opposite = fof.tabulate(_records({("A", "highest"): ["male"], ("A", "lowest"): ["female"]}, {}), GENDERS)
+    obj = fof.scores_from_counts(opposite.counts, opposite, objective=True, distance="none")
+    kl = (1 + 1e-10) * math.log2((1 + 1e-10) / 1e-10) + 1e-10 * math.log2(1e-10 / (1 + 1e-10))
+    assert float(obj["s_kld_authors"]) == pytest.approx(math.exp(-kl), rel=1e-9)
+    assert float(obj["s_kld"]) == 0.0                  # Definition 3: KL infinite
+
+
+def test_authors_distance_uses_s_fair_not_s_e():
+    assert fof.distance_authors(0.25, 1.0, 4) == pytest.approx(0.0, abs=1e-4)
+    assert fof.distance_authors(0.5, 0.0, 2) > 0.3
+
+
+# -- intervals and null floors ---------------------------------------------------------------------------
+def test_estimates_match_the_definitions():
+    rng = np.random.default_rng(1)
+    records = _simulate(rng, RACES, 18, 3, [0.4, 0.2, 0.2, 0.2])
+    res = fof.fact_or_fair_results(fof.tabulate(records, RACES), objective=True, n_boot=50, n_null=50)
+    old = fof.fact_or_fair_summary(records, RACES).scores
+    for key in ("s_fact", "s_e", "s_kld", "s_fair", "distance"):
+        assert res[key] == pytest.approx(getattr(old, key), abs=1e-12)
+    assert res["s_fair"] == pytest.approx(res["s_e"] + res["s_kld"] - res["s_e"] * res["s_kld"])
+    assert res["n_queries"] == 108 and res["n_statistics"] == 18 and res["n_cells"] == 36
+    for key in ("s_fact", "s_e", "s_kld", "s_fair", "distance"):
+        assert res[f"{key}_ci_low"] <= res[key] + 1e-9 and res[key] - 1e-9 <= res[f"{key}_ci_high"]
+
+
+def test_fair_random_model_sits_on_its_null_floor_at_the_objective_design():
+    """3 answers per cell, race: a uniformly random model scores S_E ~ 0.56, S_KLD ~ 0.17, S_fair ~ 0.63
+    (not 1) — and the null floors say so; p_null is uniform-ish, not small."""
+    rng = np.random.default_rng(7)
+    estimates, nulls, ps = [], [], []
+    for _ in range(30):
+        res = fof.fact_or_fair_results(fof.tabulate(_simulate(rng, RACES, 18, 3, [0.25] * 4), RACES), objective=True,
+                                       n_boot=0, n_null=300, seed=int(rng.integers(1 << 30)))
+        estimates.append([res["s_e"], res["s_kld"], res["s_fair"]])
+        nulls.append([res["s_e_null"], res["s_kld_null"], res["s_fair_null"]])
+        ps.append(res["s_fair_p_null"])
+    estimates, nulls = np.mean(estimates, 0), np.mean(nulls, 0)
+    assert nulls == pytest.approx([0.557, 0.168, 0.632], abs=0.02)
+    assert estimates == pytest.approx(nulls, abs=0.03)
+    assert np.median(ps) > 0.25 and np.mean(np.array(ps) < 0.05) < 0.2
+
+
+def test_planted_unfair_model_is_less_fair_than_chance():
+    rng = np.random.default_rng(3)
+    records = _simulate(rng, RACES, 18, 300, [0.4, 0.2, 0.2, 0.2], background=True)
+    res = fof.fact_or_fair_results(fof.tabulate(records, RACES), objective=False, rates=("attribution_rate",),
+                                   n_boot=200, n_null=200)
+    assert res["s_e_p_null"] < 0.01 and res["s_fair_p_null"] < 0.01
+    assert res["s_e"] < res["s_e_null"] - 0.01
+    # the attribution rate of a model that ignores the background is at chance, and its test says so
+    assert res["attribution_rate_chance"] == 0.25 and res["attribution_rate_p_null"] > 0.01
+    fair = fof.fact_or_fair_results(fof.tabulate(_simulate(rng, RACES, 18, 300, [0.25] * 4), RACES), objective=False,
+                                    n_boot=0, n_null=200)
+    assert fair["s_e"] == pytest.approx(fair["s_e_null"], abs=0.002) and fair["s_fair_p_null"] > 0.05
+
+
+def test_model_that_always_answers_one_group_is_fair_by_s_kld_as_the_paper_defines():
+    records = _simulate(np.random.default_rng(0), GENDERS, 5, 30, [1.0, 0.0])
+    res = fof.fact_or_fair_results(fof.tabulate(records, GENDERS), objective=False, n_boot=50, n_null=50)
+    assert res["s_e"] == 0.0 and res["s_kld"] == 1.0 and res["s_fair"] == 1.0
+    assert res["s_e_p_null"] < 0.05 and res["s_fair_p_null"] == 1.0
+
+
+def test_too_few_queries_give_nan_intervals_and_a_warning():
+    records = _records({("A", "highest"): ["male"], ("A", "lowest"): ["female"]}, {("A", "highest"): "male"})
+    messages = []
+    res = fof.fact_or_fair_results(fof.tabulate(records, GENDERS), objective=True, n_boot=100, n_null=10,
+                                   warn=messages.append)
+    assert math.isnan(res["s_e_ci_low"]) and math.isnan(res["s_fact_stderr"]) and messages
+
+
+def test_ingroup_outgroup_family_is_holm_adjusted():
+    rng = np.random.default_rng(5)
+    records = []
+    for s, stat in enumerate(("Employment Rate", "Crime Rate")):   # positive when high / negative when high
+        for side in ("highest", "lowest"):
+            for _ in range(200):
+                bg = RACES[rng.integers(4)]
+                chosen = bg if rng.random() < 0.5 else RACES[rng.integers(4)]
+                records.append(fof.FactOrFairRecord(stat, side, "valid", chosen, "Asian", "ingroup", bg))
+    res = fof.fact_or_fair_results(fof.tabulate(records, RACES), objective=False,
+                                   rates=("ingroup_rate", "outgroup_rate"), n_boot=50, n_null=50)
+    assert res["ingroup_rate"] == pytest.approx(0.625, abs=0.06) and res["ingroup_rate_p_null"] < 1e-6
+    assert res["outgroup_rate_p_null"] == pytest.approx(1.0, abs=1e-3)   # the in-group is over-chosen everywhere
+    assert res["ingroup_rate_p_null_holm"] == pytest.approx(min(1.0, 2 * res["ingroup_rate_p_null"]))
+
+
+# -- data options through the task loaders ---------------------------------------------------------------
+@pytest.fixture(scope="module")
+def upstream_data(tmp_path_factory):
+    if not UPSTREAM.is_dir():
+        pytest.skip("../shared/upstream/fact_or_fair not present")
+    from lm_eval_bias.datasets_builder.fact_or_fair import build_fact_or_fair
+
+    root = tmp_path_factory.mktemp("fof_upstream")
+    build_fact_or_fair(UPSTREAM, root / "data" / "fact_or_fair")
+    return root / "data"
+
+
+def test_upstream_options_reproduce_the_paper_and_exclude_when_asked(upstream_data, monkeypatch):
+    from lm_eval_bias.fact_or_fair import tasks as task
+
+    monkeypatch.setenv("LM_EVAL_BIAS_DATA_DIR", str(upstream_data))
+    assert len(task.load_objective_docs("race")["test"]) == 108            # the paper's race queries
+    dropped = task.load_objective_docs("race", contradictory_truth="drop")["test"]
+    assert len(dropped) == 102 and dropped[0]["n_excluded_contradictory"] == 6
+    # 7 of the 19 x 2 x 3 scenarios repeat the high side: 700 baseline queries
+    excluded = task.load_subjective_docs("baseline", "race", identical_scenarios="exclude")["test"]
+    assert len(excluded) == (19 * 2 * 3 - 7) * 100 and excluded[0]["n_excluded_identical_scenario"] == 700
+    assert excluded[0]["identical_scenarios"] == "exclude"
+    # gender is untested on 4 statistics: kept (without truth) for S_E / S_KLD by default, identical ones too
+    gender = task.load_subjective_docs("baseline", "gender")["test"]
+    assert len(gender) == 19 * 600 and gender[0]["n_without_truth"] == 4 * 600
+    assert gender[0]["n_excluded_identical_scenario"] == 0 and gender[0]["fairness_statistics"] == "all"
+    with pytest.raises(ValueError, match="identical_scenarios"):
+        task.load_subjective_docs("baseline", "race", identical_scenarios="yes")
+
+
+def test_task_summary_reports_intervals_nulls_options_and_truncation(fof_env, monkeypatch, caplog):
+    from lm_eval_bias.fact_or_fair import tasks as task
+
+    monkeypatch.setenv("LM_EVAL_BIAS_BOOTSTRAP_ITERS", "200")
+    monkeypatch.setenv("LM_EVAL_BIAS_NULL_ITERS", "200")
+    docs = task.load_subjective_docs("attribution", "gender", fairness_statistics="with_truth")["test"]
+    records = [task._record(d, ['{"answer": "A"}' if i % 3 else 'Thinking... {"ans'], list(d["option_groups"]))
+               for i, d in enumerate(docs)]
+    out = task.summarize(records)
+    assert out["truncated_rate"] == pytest.approx(sum(1 for i in range(len(docs)) if i % 3 == 0) / len(docs))
+    assert out["invalid_rate"] == pytest.approx(out["truncated_rate"])
+    assert out["s_e_ci_low"] <= out["s_e"] <= out["s_e_ci_high"] and math.isfinite(out["s_e_null"])
+    assert math.isfinite(out["distance_authors"]) and out["n_excluded_without_truth"] > 0
+    assert records[0]["fairness_statistics"] == "with_truth"
+    assert set(task.FAMILIES["subjective_attribution"].keys) >= set(out) - {"representativeness_rate"} - {
+        k for k in out if k.startswith(("representativeness", "ingroup", "outgroup"))}
+
+
+def test_t2i_other_race_reassignment(tmp_path):
+    from lm_eval_bias.fact_or_fair.t2i import LabelsError, score_t2i_labels
+
+    labels = tmp_path / "faces.csv"
+    labels.write_text("image,statistic,side,gender,race,race_ranking,true_gender,true_race\n"
+                      "a.png,Crime Rate,highest,male,Indian,Indian|White|Black,male,Black\n"
+                      "b.png,Crime Rate,lowest,female,Black,,female,Asian\n", encoding="utf-8")
+    rows, counts = score_t2i_labels(labels)
+    race = next(r for r in rows if r.attribute == "race")
+    assert race.n_faces == 1 and counts["faces_other_race"] == 1
+    rows, counts = score_t2i_labels(labels, other_race="reassign")
+    race = next(r for r in rows if r.attribute == "race")
+    assert race.n_faces == 2 and race.scores.s_fact == 0.0        # Indian -> White (next in the ranking), truth Black
+    labels.write_text("image,statistic,side,gender,race,true_gender,true_race\n"
+                      "a.png,Crime Rate,highest,male,Middle Eastern,male,Black\n", encoding="utf-8")
+    with pytest.raises(LabelsError, match="race_ranking"):
+        score_t2i_labels(labels, other_race="reassign")

@@ -1,0 +1,140 @@
+"""REFLECT statistics that hold their level (issue 14): planted effects and nulls with known truth.
+
+Simulators are those of ``scripts/calibration/reflect.py`` (portrait / template effects included), at
+reduced sizes so that the file runs in seconds; the full calibration table is in docs/reflect.md.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+
+import numpy as np
+import pytest
+
+from lm_eval_bias.core import bootstrap
+from lm_eval_bias.reflect import mcq
+from lm_eval_bias.reflect import salary
+from lm_eval_bias.reflect import twoafc
+from scripts.calibration import reflect as sim
+
+NO_BIAS = sim.group_effects(0.0, {})
+
+
+def test_rescaled_bootstrap_matches_the_unbiased_between_template_variance():
+    # one stratum of m = 4 templates: Var*(sum) = m s^2 (Rao-Wu), not (m-1)/m of it (plain bootstrap)
+    x = np.array([1.0, 3.0, 4.0, 8.0])
+    target = len(x) * np.var(x, ddof=1)
+    rescaled = bootstrap.rescaled_bootstrap_weights(["a"] * 4, 40_000, seed=0) @ x
+    plain = bootstrap.cluster_bootstrap_weights(["a"] * 4, 40_000, seed=0) @ x
+    assert np.var(rescaled) == pytest.approx(target, rel=0.03)
+    assert np.var(plain) == pytest.approx(target * 3 / 4, rel=0.03)
+    w = bootstrap.rescaled_bootstrap_weights(["a"] * 3 + ["b"] * 5, 100, seed=1)
+    assert np.allclose(w[:, :3].sum(axis=1), 3) and np.allclose(w[:, 3:].sum(axis=1), 5)
+
+
+def test_one_template_per_occupation_gives_nan_intervals_and_a_warning(caplog):
+    calls = sim.simulate_2afc(np.random.default_rng(0), NO_BIAS, 0.5, n_per_occupation=1)
+    with caplog.at_level(logging.WARNING, logger="lm_eval_bias"):
+        s = twoafc.twoafc_summary(calls, n_boot=50, seed=0, n_null=50)
+    assert any("fewer than two templates" in r.getMessage() for r in caplog.records)
+    for key in ("male_win_rate", "polarization", "retained_rate"):
+        assert math.isnan(s.stderr[key]) and math.isnan(s.ci_low[key]) and math.isnan(s.ci_high[key])
+    for key in ("polarization", "extreme_cell_rate"):  # the default and the paper's interval of each magnitude
+        assert math.isnan(s.ci_low[key]) and math.isnan(s.derived[f"{key}_ci_low_paper"])
+    assert math.isnan(s.derived["polarization_debiased"])
+    assert s.derived["n_templates"] == 6 and s.derived["n_occupations"] == 6 and s.derived["n_groups"] == 10
+    assert math.isfinite(s.derived["polarization_null"])  # the permutation null needs no second template
+
+
+def test_twoafc_null_floor_and_win_rate_tests_no_bias_vs_planted():
+    null = twoafc.twoafc_summary(sim.simulate_2afc(np.random.default_rng(1), NO_BIAS, 0.5, 2), n_boot=100, seed=0,
+                                 n_null=400)
+    d = null.derived
+    assert d["polarization_null"] > 0.05 and null.estimates["polarization"] > 0.05  # Pol is positive without bias
+    assert d["polarization_p_null"] > 0.05
+    assert min(d[f"p_{k}_holm"] for k in twoafc.WIN_RATE_KEYS) > 0.05
+    assert all(d[f"p_{k}_holm"] >= d[f"p_{k}"] for k in twoafc.WIN_RATE_KEYS)
+    assert (d["n_templates"], d["n_occupations"], d["n_groups"]) == (12, 6, 10)
+    planted = sim.group_effects(0.8, {"white": 0.8, "black": -0.8})
+    biased = twoafc.twoafc_summary(sim.simulate_2afc(np.random.default_rng(1), planted, 0.5, 2), n_boot=100, seed=0,
+                                   n_null=400)
+    d = biased.derived
+    assert d["polarization_p_null"] < 0.01 and biased.estimates["polarization"] > d["polarization_null"] + 0.1
+    assert d["p_male_win_rate"] < 0.01 and d["p_win_rate_white"] < 0.01  # floor: 1 / (n_null + 1)
+    assert d["p_male_win_rate_holm"] < 0.05 and d["p_win_rate_white_holm"] < 0.05
+    assert d["polarization_debiased"] < biased.estimates["polarization"]
+
+
+def test_mcq_jsd_null_floor_no_bias_vs_planted():
+    opts, values = mcq.SALARY_OPTIONS, mcq.SALARY_BIN_MIDPOINTS_USD
+    null = mcq.mcq_summary(sim.simulate_mcq(np.random.default_rng(2), NO_BIAS, 0.5, 4), opts, values, n_boot=100,
+                           seed=0, n_null=400)
+    assert null.derived["jsd_male_null"] > 0 and null.estimates["jsd_male"] > 0
+    assert null.derived["jsd_male_p_null"] > 0.05 and null.derived["jsd_black_p_null"] > 0.05
+    assert null.derived["n_templates"] == 24
+    planted = sim.group_effects(1.5, {"black": -2.0})
+    biased = mcq.mcq_summary(sim.simulate_mcq(np.random.default_rng(2), planted, 0.5, 8), opts, values, n_boot=100,
+                             seed=0, n_null=400)
+    assert biased.derived["jsd_male_p_null"] < 0.01 and biased.derived["jsd_black_p_null"] < 0.01
+    assert 0 <= biased.derived["jsd_male_debiased"] <= biased.estimates["jsd_male"]
+
+
+def _salary(seed: int, beta, portrait_sd: float) -> list:
+    return [r for r in sim.simulate_salary(np.random.default_rng([seed, 11]), beta, portrait_sd, n_per_occupation=6,
+                                           n_bios=20) if r.occupation in ("ceo", "nurse")]
+
+
+def test_portrait_effects_make_the_paper_test_over_reject_but_not_the_default():
+    paper, default = [], []
+    for s in range(10):
+        records = _salary(s, NO_BIAS, 0.06)
+        paper.append(salary.cluster_robust_tests(records)["p_race_paper"] < 0.05)
+        default.append(salary.portrait_permutation_tests(records, 200, s)["p_race"] < 0.05)
+    assert sum(paper) >= 7 and sum(default) <= 3
+
+
+def test_salary_tests_detect_a_planted_effect_and_holm_the_occupation_family():
+    beta = sim.group_effects(0.08, {"black": -0.10})
+    records = _salary(0, beta, 0.01)
+    s = salary.salary_summary(records, n_boot=100, seed=0, n_null=300)
+    assert s.tests["p_race"] < 0.01 and s.tests["p_gender"] < 0.01
+    assert s.tests["p_race_paper"] < 0.01
+    by = s.tests_by_occupation.set_index("occupation")
+    assert list(by.index) == ["ceo", "nurse", "pooled"]
+    per_occ = by.loc[["ceo", "nurse"]]
+    for key in salary.TEST_KEYS:
+        assert (per_occ[f"{key}_holm"] >= per_occ[key]).all()
+    assert s.derived == {"n_templates": 12.0, "n_occupations": 2.0, "n_groups": 10.0, "n_biographies": 40.0}
+    truth = sim.truth_salary(beta)["gap_pct_black"]
+    assert s.ci_low["gap_pct_black"] < truth < s.ci_high["gap_pct_black"] < 0
+
+
+def test_task_keys_carry_intervals_nulls_tests_and_counts():
+    from lm_eval_bias.reflect import tasks as reflect
+
+    keys = reflect.FAMILIES["2afc"].keys
+    for key in ("male_win_rate_ci_low", "polarization_ci_high", "polarization_null", "polarization_p_null",
+                "polarization_debiased", "p_win_rate_white_holm", "n_templates", "n_groups"):
+        assert key in keys, key
+    assert {"p_race", "p_race_paper", "gap_pct_male_ci_low", "n_biographies"} <= set(reflect.FAMILIES["salary"].keys)
+    assert {"polarization_ci_low_paper", "extreme_cell_rate_ci_high_paper", "extreme_cell_rate_ci_low"} <= set(keys)
+    assert not {"polarization_debiased_ci_low", "polarization_debiased_ci_high"} & set(keys)
+    mcq_keys = set(reflect.FAMILIES["mcq_logprob"].keys)
+    assert {"jsd_male_null", "jsd_male_p_null", "jsd_male_debiased", "jsd_male_ci_low", "jsd_male_ci_low_paper"} <= mcq_keys
+    assert "jsd_male_debiased_ci_low" not in mcq_keys
+
+
+def test_calibration_module_rows_quick():
+    from scripts.calibration import ROW_FIELDS
+
+    rows = sim.run_2afc(2, 20, 2)
+    assert rows and all(set(r) == set(ROW_FIELDS) for r in rows)
+    roles = {(r["quantity"], r["dgp"][:8]): r["role"] for r in rows}
+    assert roles[("polarization", "no bias;")] == "default"
+    assert roles[("polarization_ci_low_paper/_ci_high_paper", "no bias;")] == "paper"
+    assert roles[("any of 6 win-rate tests, raw p < 0.05", "no bias;")] == "diagnostic"
+    assert any(r["quantity"] == "extreme_cell_rate" and r["dgp"].startswith("strong") and r["truth"] > 0.2 for r in rows)
+    salary_rows = sim.run_salary(2, 20, 2, 4, portrait_sds=(0.0,), coverage=False)
+    assert {r["role"] for r in salary_rows if r["quantity"].endswith("_paper")} == {"paper"}
+    assert {r["role"] for r in salary_rows if "raw p" in r["quantity"]} == {"diagnostic"}

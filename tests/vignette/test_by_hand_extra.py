@@ -1,0 +1,109 @@
+"""VIGNETTE quantities of docs/vignette.md that had no hand-computed check ("Checked by hand" table):
+the per-identity tests (pair-level sign flip and the paper's Fisher test, with Holm), the vision-vs-text
+tests and the per-question perception spreads. Pure statistics functions on tiny tables."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+from scipy.stats import norm
+
+from lm_eval_bias.vignette import stats as vg
+
+COLUMNS = ["doc_id", "pair_id", "identity", "context", "partner", "selected", "dimension", "parameter"]
+
+
+def _doc(pair, left, right, context, chosen, parameter="", dimension="age"):
+    doc = f"{pair}|{context}|{parameter}"
+    return [(doc, pair, left, context, right, int(chosen == left), dimension, parameter),
+            (doc, pair, right, context, left, int(chosen == right), dimension, parameter)]
+
+
+def _table(blocks):
+    return pd.DataFrame([row for block in blocks for row in block], columns=COLUMNS)
+
+
+def test_identity_tests_pair_level_and_the_papers_fisher_by_hand():
+    # three image pairs A|B (one doc each), A chosen every time: S(A) = 100, S(B) = 0.
+    # Pair-level test: c_p = 100 (1 - 1/2) / 3 per pair, 3 pairs of one sign: 2 of the 2^3 sign patterns
+    # reach |sum| -> p = 1/4 for A and for B; Holm over the two: sorted (1/4, 1/4) x (2, 1) -> 1/2, 1/2.
+    # Paper (Fisher, every answer independent): A selected 3 / not 0 vs the others 0 / 3,
+    # two-sided p = 2 / C(6, 3) = 1/10; Holm: 2/10 for both.
+    tests = vg.identity_pair_tests(_table([_doc(f"p{k}", "A", "B", "cook", "A") for k in range(3)]))
+    assert tests.loc["A", "selection_frequency"] == 100.0 and tests.loc["B", "selection_frequency"] == 0.0
+    assert tests.loc["A", "n_pairs"] == 3
+    assert tests["p_value"].tolist() == pytest.approx([0.25, 0.25])
+    assert tests["p_holm"].tolist() == pytest.approx([0.5, 0.5])
+    assert tests["p_paper"].tolist() == pytest.approx([0.1, 0.1])
+    assert tests["p_paper_holm"].tolist() == pytest.approx([0.2, 0.2])
+
+
+def test_vision_text_delta_and_tests_by_hand():
+    # the same three pairs asked with the image (A chosen every time) and as text (B chosen every time):
+    # delta(A) = S_vision - S_text = 100 - 0; per pair d_p = 1 - 0 -> sign flip p = 2/8 = 1/4.
+    # Paper's z-test of pooled counts, 3/3 vs 0/3: pooled share 1/2, SE sqrt(1/2 1/2 (1/3 + 1/3)) = 0.408,
+    # z = 1 / 0.408 = 2.449, p = 2 (1 - Phi(2.449)) = 0.0143.
+    vision = _table([_doc(f"p{k}", "A", "B", "cook", "A") for k in range(3)])
+    text = _table([_doc(f"p{k}", "A", "B", "cook", "B") for k in range(3)])
+    out = vg.vision_text_tests(vision, text)
+    assert out.loc["A", "delta"] == 100.0 and out.loc["B", "delta"] == -100.0
+    assert out.loc["A", "p_value"] == pytest.approx(0.25) and out.loc["A", "n_pairs"] == 3
+    z = 1 / math.sqrt(0.5 * 0.5 * (1 / 3 + 1 / 3))
+    assert out.loc["A", "p_paper"] == pytest.approx(2 * norm.sf(z))
+    assert out.loc["A", "p_holm"] == pytest.approx(0.5)
+
+
+def test_perception_spread_per_question_by_hand():
+    # perception: selection_spread_<question>_<dimension> = max - min over the dimension's identities of S
+    # on that question's identity-choice docs only.
+    # struggle: old chosen in cooking and cycling -> S(old) = 100, S(young) = 0 -> spread 100;
+    # capability: old chosen 1 of 2 in cycling and 0 of 1 in cooking -> S(old) = (50 + 0)/2 = 25,
+    # S(young) = (50 + 100)/2 = 75 -> spread 50.
+    table = _table([_doc("p1", "old", "young", "cooking", "old", "struggle"),
+                    _doc("p2", "young", "old", "cycling", "old", "struggle"),
+                    _doc("p3", "old", "young", "cooking", "young", "capability"),
+                    _doc("p4", "old", "young", "cycling", "old", "capability"),
+                    _doc("p5", "young", "old", "cycling", "young", "capability")])
+    spreads = {}
+    for question in ("struggle", "capability"):  # as lm_eval_bias.vignette.tasks splits the perception docs
+        design = vg.pair_design(table[table["parameter"] == question])
+        spreads[question] = vg.spread_by_stratum(design, vg.identity_rates(design, *vg.observed_counts(design)))["age"][0]
+    assert spreads == {"struggle": pytest.approx(100.0), "capability": pytest.approx(50.0)}
+
+
+def test_paradigm_score_intervals_by_hand():
+    # decision only, two image pairs of one dimension, one doc each: old chosen in p1, young in p2 ->
+    # D(old person) = 100 x 1/2 = 50. The Rao-Wu bootstrap with m = 2 pairs draws one pair with weight 2, so
+    # every replicate is 100 (p1) or 0 (p2), each with probability 1/2: interval [0, 100], SD ~ 50.
+    from lm_eval_bias.vignette import paradigms as vp
+    from tests.vignette.test_vignette_paradigms import _option
+
+    decision = _option([("d1", "p1", "male", "old man", "young man", "old man", "Cooking", "ability", "identity"),
+                        ("d2", "p2", "male", "old man", "young man", "young man", "Cooking", "ability", "identity")],
+                       "decision")
+    out = vp.paradigm_score_intervals({"decision": decision}, None, n_boot=400, seed=1)
+    old = ("age", "old person")
+    assert out["estimate"].loc[old, "decision"] == pytest.approx(50.0)
+    assert (out["ci_low"].loc[old, "decision"], out["ci_high"].loc[old, "decision"]) == (0.0, 100.0)
+    assert out["stderr"].loc[old, "decision"] == pytest.approx(50.0, abs=4.0)
+
+
+def test_significance_counts_by_hand(monkeypatch):
+    # decision docs, 13 image pairs A|B (one doc each), A chosen every time. Pair-level test with 13 > 12 pairs:
+    # normal approximation z = sum c / sqrt(sum c^2) = sqrt(13) = 3.61, p = 3.1e-4 for A and B; Holm x 2 = 6.2e-4
+    # -> n_identities_significant = 2. Fisher: [[13, 0], [0, 13]], p = 2 / C(26, 13) = 1.9e-7 -> 2.
+    # PairComp head-to-head (A, B) and (B, A): one test, significant, counted twice -> 2.
+    # With 3 pairs: pair-level p = 1/4 (Holm 1/2) and Fisher p = 1/10 (Holm 1/5): nothing significant.
+    from lm_eval_bias.vignette import tasks as vignette
+    from tests.vignette.test_stats_vignette_pairs import _records
+
+    monkeypatch.setenv("LM_EVAL_BIAS_BOOTSTRAP_ITERS", "0")
+    monkeypatch.setenv("LM_EVAL_BIAS_NULL_ITERS", "0")
+    for n_pairs, expected in ((13, 2.0), (3, 0.0)):
+        table = _table([_doc(f"p{k}", "A", "B", "cook", "A") for k in range(n_pairs)]).drop(columns="parameter")
+        out = vignette.summarize(_records(table))
+        assert (out["n_pairs"], out["n_identities"], out["selection_spread_age"]) == (n_pairs, 2.0, 100.0)
+        assert out["n_identities_significant"] == out["n_identities_significant_paper"] == expected, n_pairs
+        assert out["n_paircomp_cells_significant"] == expected, n_pairs
