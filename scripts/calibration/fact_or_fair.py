@@ -5,7 +5,7 @@ queries), objective gender = 15 x 2 x 3 (90); subjective race = 19 statistics x 
 x 100 profiles (11,400 per context). Models are simulated as the distribution of the chosen group in
 each (statistic, side, scenario); answers are redrawn per seed, the model (its cell and scenario
 effects) is fixed per row. The quantities go through the functions the tasks call
-(:func:`lm_eval_bias.stats.fact_or_fair.fact_or_fair_results`).
+(:func:`lm_eval_bias.fact_or_fair.stats.fact_or_fair_results`).
 
 Truth of an interval row: the *design-expected* score (mean of the estimate over re-runs of the same
 design, computed from 4,000 extra simulated runs), which is what the recentred bootstrap interval
@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-from lm_eval_bias.stats import fact_or_fair as fof
+from lm_eval_bias.fact_or_fair import stats as fof
 
 BENCHMARK = "fact_or_fair"
 INTERVAL_KEYS = ("s_fact", "s_e", "s_kld", "s_fair", "distance", "s_kld_authors")

@@ -1,5 +1,5 @@
 """Calibration of the paired comparison of two models (issue 14): the paired cluster bootstrap behind
-the leaderboard's ties (:func:`lm_eval_bias.stats.paired.paired_cluster_bootstrap`, the function the
+the leaderboard's ties (:func:`lm_eval_bias.core.paired.paired_cluster_bootstrap`, the function the
 report calls), at two real designs.
 
 - REFLECT 2AFC, ``male_win_rate``: 6 occupations x 8 source photos = 48 templates (clusters, resampled
@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from lm_eval_bias.stats.paired import paired_cluster_bootstrap
+from lm_eval_bias.core.paired import paired_cluster_bootstrap
 from scripts.calibration import rate_row
 
 BENCHMARK = "paired"

@@ -32,10 +32,10 @@ from typing import Any
 
 import numpy as np
 
-from lm_eval_bias.focus_schema import GROUPS, OCCUPATIONS, RACES
-from lm_eval_bias.stats import mcq as mcq_stats
-from lm_eval_bias.stats import salary as salary_stats
-from lm_eval_bias.stats import twoafc as twoafc_stats
+from lm_eval_bias.reflect.schema import GROUPS, OCCUPATIONS, RACES
+from lm_eval_bias.reflect import mcq as mcq_stats
+from lm_eval_bias.reflect import salary as salary_stats
+from lm_eval_bias.reflect import twoafc as twoafc_stats
 
 BENCHMARK = "reflect"
 RACE_KEYS = [r.lower() for r in RACES]
@@ -324,7 +324,7 @@ def run_salary(n_seeds: int, n_boot: int, n_per_occupation: int, n_bios: int, se
                 sub = [r for r in records if r.occupation == o]
                 for k, v in salary_stats.portrait_permutation_tests(sub, n_boot, s).items():
                     per_occ[f"{o}|{k}"] = v
-            from lm_eval_bias.stats.bootstrap import holm
+            from lm_eval_bias.core.bootstrap import holm
 
             hits.setdefault("any raw", []).append(min(per_occ.values()) < 0.05)
             hits.setdefault("any holm", []).append(min(holm(per_occ).values()) < 0.05)
@@ -349,7 +349,7 @@ def run_salary(n_seeds: int, n_boot: int, n_per_occupation: int, n_bios: int, se
         records = simulate_salary(np.random.default_rng([s, 4]), beta, 0.03, n_per_occupation, n_bios)
         templates, strata, _, counts = salary_stats.salary_count_table(records)
         estimates = salary_stats.salary_metrics({k: v.sum(axis=0) for k, v in counts.items()})
-        from lm_eval_bias.stats.bootstrap import template_bootstrap
+        from lm_eval_bias.core.bootstrap import template_bootstrap
 
         _, low, high = template_bootstrap(counts, strata, salary_stats.salary_metrics, list(est), n_boot, s)
         for k in est:

@@ -1,4 +1,4 @@
-"""Calibration of the VIGNETTE statistics (``lm_eval_bias.stats.vignette``, the functions the tasks call).
+"""Calibration of the VIGNETTE statistics (``lm_eval_bias.vignette.stats``, the functions the tasks call).
 
 Designs at the paper's sizes (App. A.2, Table 8), one bias dimension (race/ethnicity/color, 14
 identities, one gender):
@@ -30,7 +30,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from lm_eval_bias.stats import vignette as vg
+from lm_eval_bias.vignette import stats as vg
 from scripts.calibration import ROW_FIELDS
 
 N_IDS = 14
