@@ -12,6 +12,22 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("LMEVAL_HASHMM", "0")
 
+#: the plugin's own settings; a test module that sets one (e.g. a smaller bootstrap for speed) must not
+#: leak it into the next module
+_PLUGIN_ENV_PREFIX = "LM_EVAL_BIAS_"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _restore_plugin_environment():
+    """Put every ``LM_EVAL_BIAS_*`` variable back as it was before the module ran (set, changed or
+    removed by its tests or fixtures)."""
+    before = {k: v for k, v in os.environ.items() if k.startswith(_PLUGIN_ENV_PREFIX)}
+    yield
+    for key in [k for k in os.environ if k.startswith(_PLUGIN_ENV_PREFIX) and k not in before]:
+        del os.environ[key]
+    os.environ.update(before)
+
+
 #: Occupations and templates of the small synthetic set used by pipeline tests.
 SMALL_OCCUPATIONS = ("ceo", "nurse")
 SMALL_TEMPLATES = (1, 2)
