@@ -57,14 +57,22 @@ def test_runner_table_docs_and_figure_on_a_fake_module(modules_dir, tmp_path, ca
     printed = capsys.readouterr().out
     assert "coverage" in printed and "0.950" in printed and "0.200" in printed
     assert "paper's, kept by name" in printed and "target met: 1 of 2 default rows" in printed
+    # the module said target_met=True/False; the runner recomputes it from the band: 0.95 in, 0.20 out
+    assert [r["target_met"] for r in rows[:2]] == [True, False]
+    # Monte Carlo error at 3 seeds: 1.96 * sqrt(0.95 * 0.05 / 3) = 0.2466 for either kind
+    assert rows[0]["mc_error"] == pytest.approx(1.96 * math.sqrt(0.0475 / 3)) == rows[1]["mc_error"]
     text = docs.read_text()
     assert "old table" not in text and text.startswith("# Statistics\n\nbefore") and text.endswith("after\n")
     table = text.split(runner.BEGIN)[1].split(runner.END)[0]
-    assert "| fake | share | interval | default | 3 clusters | planted | 0.500 | 0.490 | 0.950 | — | yes |" in table
+    assert "| fake | share | interval | default | 3 clusters | planted | 0.500 | 0.490 | 0.950 | — | 0.247 | yes |" in table
     assert "p_share \\| null" in table and "| **no** |" in table and "1 of 2 default rows" in table
+    # the row outside its band is listed under the table, the others are not
+    listed = table.split("Rows outside the band")[1]
+    assert "p_share \\| null" in listed and "rejection 0.200 outside 0.04–0.06" in listed
+    assert "share —" not in listed and "p_share_paper" not in listed and "raw p" not in listed
     # target not applied to the paper's procedure or the diagnostic: labelled, not counted as misses
-    assert "| fake | p_share_paper | test | paper | 3 clusters | planted | — | 0.500 | — | 0.400 | paper's, kept by name |" in table
-    assert "| fake | any of 3, raw p | test | diagnostic | 3 clusters | planted | — | 0.500 | — | 0.300 | diagnostic |" in table
+    assert "| fake | p_share_paper | test | paper | 3 clusters | planted | — | 0.500 | — | 0.400 | 0.247 | paper's, kept by name |" in table
+    assert "| fake | any of 3, raw p | test | diagnostic | 3 clusters | planted | — | 0.500 | — | 0.300 | 0.247 | diagnostic |" in table
     assert runner.target_summary(rows) == (1, 2)
     assert figure.stat().st_size > 5000 and figure.read_bytes()[:4] == b"\x89PNG"
 
@@ -114,5 +122,52 @@ def test_family_wise_rows_are_held_to_at_most_the_level():
     assert cal.is_family_wise({**row, "quantity": "any of 6 win-rate tests, Holm p < 0.05"})
     assert not cal.is_family_wise({**row, "quantity": "any of 18 per-occupation tests, raw p < 0.05"})
     assert cal.family_wise_target({**row, "rejection_rate": 0.095})["target_met"] is False
+    # no Monte Carlo allowance: 0.065 at 200 seeds was "met" with the old +3 points, now it is not
+    assert cal.family_wise_target({**row, "rejection_rate": 0.065})["target_met"] is False
+    assert cal.family_wise_target({**row, "rejection_rate": 0.06})["target_met"] is True
     per_test = {**row, "quantity": "p_male_win_rate", "target_met": False}
     assert cal.family_wise_target(per_test)["target_met"] is False
+
+
+@pytest.mark.parametrize("kind, coverage, rejection, family_wise, met", [
+    ("interval", 0.93, math.nan, False, True), ("interval", 0.97, math.nan, False, True),
+    ("interval", 0.925, math.nan, False, False), ("interval", 0.975, math.nan, False, False),
+    ("interval", 1.0, math.nan, False, False), ("test", math.nan, 0.04, False, True),
+    ("test", math.nan, 0.035, False, False), ("test", math.nan, 0.065, False, False),
+    ("test", math.nan, 0.0, True, True), ("test", math.nan, 0.061, True, False),
+    ("null_floor", math.nan, math.nan, False, None), ("interval", math.nan, math.nan, False, None)])
+def test_band_has_no_monte_carlo_allowance(kind, coverage, rejection, family_wise, met):
+    from scripts.calibration import band_met
+
+    assert band_met(kind, coverage, rejection, family_wise) is met
+
+
+def test_per_module_json_and_assembly_from_json(modules_dir, tmp_path, capsys):
+    """--json DIR writes one <module>.json per module; --from-json DIR assembles the table, the docs
+    table and the figure from them without running anything (rows recomputed against the band)."""
+    import json
+
+    results = tmp_path / "results"
+    runner.main(["--seeds", "4", "--boot", "10", "--only", "fake", "--json", str(results),
+                 "--modules-dir", str(modules_dir)])
+    saved = json.loads((results / "fake.json").read_text())
+    assert saved["modules"] == ["fake"] and saved["n_seeds"] == 4 and len(saved["rows"]) == 4
+    assert set(saved["wall_s"]) == {"fake"}
+    # a second module saved separately, in the old plain-list format, with a stale target_met
+    other = dict(saved["rows"][0], benchmark="other", quantity="spread", coverage=0.99, target_met=True)
+    (results / "other.json").write_text(json.dumps([other]))
+    docs = tmp_path / "statistics.md"
+    docs.write_text(f"head\n{runner.BEGIN}\nold\n{runner.END}\ntail\n")
+    figure = tmp_path / "calibration.png"
+    capsys.readouterr()
+    rows = runner.main(["--from-json", str(results), "--write-docs", "--docs", str(docs), "--figure", str(figure)])
+    assert [r["benchmark"] for r in rows] == ["fake"] * 4 + ["other"]
+    assert rows[-1]["target_met"] is False  # 0.99 coverage is outside 93-97 %, whatever the file said
+    table = docs.read_text().split(runner.BEGIN)[1].split(runner.END)[0]
+    assert "Rows outside the band (2 of 3 default rows with a target)" in table
+    assert "- other: spread" in table and "coverage 0.990 outside 0.93–0.97" in table
+    assert figure.read_bytes()[:4] == b"\x89PNG"
+    assert "target met: 1 of 3" in capsys.readouterr().out
+    one_file = tmp_path / "all.json"
+    runner.main(["--seeds", "2", "--boot", "5", "--only", "fake", "--json", str(one_file), "--modules-dir", str(modules_dir)])
+    assert len(json.loads(one_file.read_text())["rows"]) == 4
