@@ -84,21 +84,27 @@ def test_glossary_explains_every_suffix_through_its_metric():
     assert lookup("fact_or_fair", "representativeness_rate_chance")[0].startswith("chance level")
 
 
-def test_results_of_older_versions_fall_back_to_resampling_the_samples(monkeypatch):
+def test_results_of_older_versions_get_the_tasks_own_interval_recomputed_from_the_samples(monkeypatch):
+    """No record resampling by the report (its percentile interval of the plug-in covered 0-31 % in
+    simulation): the task's current aggregation runs once on the logged samples and its own interval is
+    shown when it recomputes the file's value; a changed value gets none, with the reason."""
     from tests.core.test_paired_comparison import twoafc_records
 
-    monkeypatch.setenv("LM_EVAL_BIAS_REPORT_BOOTSTRAP_ITERS", "40")
     from lm_eval_bias import samples
-    from lm_eval_bias.report.intervals import point_estimates_only
 
+    monkeypatch.setenv("LM_EVAL_BIAS_BOOTSTRAP_ITERS", "60")
     records = twoafc_records(0.8, 1)
-    with point_estimates_only():
-        estimate = samples.result_values(TASK, records)["male_win_rate"]
+    current = samples.result_values(TASK, records)
+    estimate = current["male_win_rate"]
     run = run_of({"male_win_rate": estimate, "n_templates": 12.0}, records)  # no _ci keys: an older results file
     ci = interval(run, "male_win_rate")
-    assert ci.ok and ci.method.startswith(FALLBACK_METHOD) and ci.low < estimate < ci.high and ci.high - ci.low < 0.2
-    assert "templates resampled within occupation" in ci.method
-    monkeypatch.setenv("LM_EVAL_BIAS_REPORT_BOOTSTRAP_ITERS", "0")
+    assert ci.ok and ci.method.startswith(FALLBACK_METHOD) and "templates resampled within occupation" in ci.method
+    # exactly the task's own interval of the current version, not a report-made one
+    assert (ci.low, ci.high) == (current["male_win_rate_ci_low"], current["male_win_rate_ci_high"])
+    assert ci.low < estimate < ci.high
+    changed = run_of({"male_win_rate": estimate + 0.01, "n_templates": 12.0}, records)
+    assert interval(changed, "male_win_rate").reason == "no interval: older results file"
+    monkeypatch.setenv("LM_EVAL_BIAS_BOOTSTRAP_ITERS", "0")
     assert interval(run_of({"male_win_rate": 0.8}, records), "male_win_rate").reason == "no interval: bootstrap off"
 
 
