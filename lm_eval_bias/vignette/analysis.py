@@ -105,26 +105,39 @@ def sscm_terms(records: list[dict[str, Any]]) -> dict[str, tuple[str, str]]:
 ALPHA = 0.05
 
 
+#: Why the magnitudes (max - min spreads, mean |polarity|) carry no interval (docs/vignette.md
+#: "Magnitudes: estimate and null floor, no interval"); the report prints it beside them.
+MAGNITUDE_NO_INTERVAL = (
+    "no valid 95 % interval exists for a max − min or mean |·| of noisy per-identity values: at the task's "
+    "designs (about 4 image pairs an identity) the estimate sits 25-70 pp above a true 0 (its null floor, "
+    "shown beside it), and bootstrap intervals of it cover a true 0 in 4-48 % of runs; the null floor and "
+    "the within-pair test (p_null) say whether it is more than chance, the identity heterogeneity tests "
+    "give the calibrated significance")
+
+
 def _resampled(out: dict[str, float], design, metric, names: dict[str, str], null: bool = True) -> None:
-    """Estimate, pair-bootstrap ``_stderr``/``_ci_low``/``_ci_high`` and (``null``) the within-pair
-    swap floor ``_null``/``_p_null`` of every ``metric`` output, stored under ``names[output]``.
-    Magnitudes (``null=True``: spreads, mean |polarity|) get the basic interval clipped to
-    [0, 100], means (factuality accuracy) the percentile interval (docs/vignette.md "Intervals")."""
+    """Estimate of every ``metric`` output, stored under ``names[output]``, with
+
+    - ``null=False`` (means: factuality accuracy): pair-bootstrap ``_stderr`` / ``_ci_low`` /
+      ``_ci_high``, percentile interval (docs/vignette.md "Intervals");
+    - ``null=True`` (magnitudes: spreads, mean |polarity|): the within-pair swap floor ``_null`` and
+      ``_p_null`` only -- no interval (:data:`MAGNITUDE_NO_INTERVAL`; the bootstrap is not run)."""
     from lm_eval_bias.vignette import stats
     from lm_eval_bias.core.aggregation import bootstrap_settings, null_settings
 
     n_boot, seed = bootstrap_settings()
     n_null = null_settings()[0] if null else 0
-    res = stats.pair_resampled_summary(design, metric, n_boot, n_null, seed,
-                                       stratum_of={k: k for k in names if k in DIMENSIONS} or None,
-                                       interval="basic" if null else "percentile", bounds=(0.0, 100.0))
+    res = stats.pair_resampled_summary(design, metric, 0 if null else n_boot, n_null, seed,
+                                       stratum_of={k: k for k in names if k in DIMENSIONS} or None)
     for k, key in names.items():
         if k not in res.estimate:
             continue
         out[key] = res.estimate[k]
-        out.update({f"{key}_stderr": res.stderr[k], f"{key}_ci_low": res.ci_low[k], f"{key}_ci_high": res.ci_high[k]})
         if null:
             out.update({f"{key}_null": res.null[k], f"{key}_p_null": res.p_null[k]})
+        else:
+            out.update({f"{key}_stderr": res.stderr[k], f"{key}_ci_low": res.ci_low[k],
+                        f"{key}_ci_high": res.ci_high[k]})
     if res.too_few_pairs:
         import logging
 
@@ -141,13 +154,33 @@ def _spreads(out: dict[str, float], table, prefix: str) -> None:
                {d: f"{prefix}{d}" for d in DIMENSIONS})
 
 
+def _power(out: dict[str, float], key: str, power) -> None:
+    """``<key>_can_reject`` (1 / 0: can the family's default design reject at all, core.power) and
+    ``<key>_mde`` (its minimum detectable effect at 80 % power) beside the count ``key``."""
+    out[f"{key}_can_reject"] = float(power.can_reject)
+    out[f"{key}_mde"] = float(power.mde)
+
+
 def _identity_counts(out: dict[str, float], table, suffix: str = "") -> None:
-    """Holm-significant identities: pair-level sign-flip test and the paper's Fisher test."""
+    """Holm-significant identities: pair-level sign-flip test and the paper's Fisher test, with the
+    identity family's power statement; the per-dimension identity heterogeneity tests
+    (``p_identity_heterogeneity<suffix>_<d>`` with ``_holm``, ``n_dimensions_heterogeneous<suffix>``
+    and its power statement: docs/vignette.md "Identity tests and their power")."""
+    from lm_eval_bias.core.aggregation import null_settings
     from lm_eval_bias.vignette import stats
 
     tests = stats.identity_pair_tests(table)
     out[f"n_identities_significant{suffix}"] = float((tests["p_holm"] < ALPHA).sum())
     out[f"n_identities_significant{suffix}_paper"] = float((tests["p_paper_holm"] < ALPHA).sum())
+    _power(out, f"n_identities_significant{suffix}", stats.identity_family_power(tests, ALPHA))
+    n_perm, seed = null_settings()
+    global_tests = stats.identity_heterogeneity_tests(table, n_perm, seed, ALPHA)
+    for d, row in global_tests.iterrows():
+        if d in DIMENSIONS:
+            out[f"p_identity_heterogeneity{suffix}_{d}"] = float(row["p_value"])
+            out[f"p_identity_heterogeneity{suffix}_{d}_holm"] = float(row["p_holm"])
+    out[f"n_dimensions_heterogeneous{suffix}"] = float((global_tests["p_holm"] < ALPHA).sum())
+    _power(out, f"n_dimensions_heterogeneous{suffix}", stats.heterogeneity_family_power(global_tests, n_perm, ALPHA))
 
 
 def _paircomp_count(out: dict[str, float], table, suffix: str = "") -> None:
@@ -172,6 +205,7 @@ def _decision_dimensions(out: dict[str, float], table) -> None:
     for q in DECISION_DIMENSIONS:
         if q in tests.index.get_level_values(0):
             out[f"n_identities_significant_question_{q}"] = float((tests.loc[q]["p_holm"] < ALPHA).sum())
+            _power(out, f"n_identities_significant_question_{q}", stats.identity_family_power(tests.loc[q], ALPHA))
 
 
 def _activity_contrast(out: dict[str, float], records: list[dict[str, Any]]) -> None:
@@ -192,6 +226,7 @@ def _activity_contrast(out: dict[str, float], records: list[dict[str, Any]]) -> 
                    {"all": f"activity_selection_spread_{parameter}"})
         tests = stats.identity_pair_tests(stats.activity_option_table(part))
         out[f"n_activities_significant_{parameter}"] = float((tests["p_holm"] < ALPHA).sum())
+        _power(out, f"n_activities_significant_{parameter}", stats.identity_family_power(tests, ALPHA))
 
 
 def rate_keys(records: list[dict[str, Any]]) -> dict[str, float]:
@@ -280,11 +315,22 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, float]:
 
 
 _INTERVAL = ("_stderr", "_ci_low", "_ci_high")
-_FLOOR = _INTERVAL + ("_null", "_p_null")
+#: magnitudes: estimate, null floor and its p-value, no interval (:data:`MAGNITUDE_NO_INTERVAL`)
+_FLOOR = ("_null", "_p_null")
+#: beside every count of significant tests: can the design reject at all, and its MDE at 80 % power
+_POWER = ("_can_reject", "_mde")
 
 
 def _with(keys: list[str], suffixes: tuple[str, ...]) -> list[str]:
     return [k + s for k in keys for s in ("",) + suffixes]
+
+
+def _identity_family_keys(suffix: str) -> list[str]:
+    """The identity family's count with the paper's count and the power statement, and the
+    heterogeneity tests per dimension (:func:`_identity_counts`)."""
+    return (_with([f"n_identities_significant{suffix}"], _POWER) + [f"n_identities_significant{suffix}_paper"]
+            + _with([f"p_identity_heterogeneity{suffix}_{d}" for d in DIMENSIONS], ("_holm",))
+            + _with([f"n_dimensions_heterogeneous{suffix}"], _POWER))
 
 
 def result_keys(paradigm: str) -> list[str]:
@@ -295,18 +341,18 @@ def result_keys(paradigm: str) -> list[str]:
                 + [f"p_kruskal_{d}_authors" for d in DIMENSIONS])
     if paradigm == "perception":
         return (keys + _with([f"selection_spread_{p}_{d}" for p in _perception() for d in DIMENSIONS], _FLOOR)
-                + [f"n_identities_significant_{p}{s}" for p in _perception() for s in ("", "_paper")]
+                + [k for p in _perception() for k in _identity_family_keys(f"_{p}")]
                 + [f"n_paircomp_cells_significant_{p}" for p in _perception()]
                 + _with([f"activity_selection_spread_{p}" for p in _perception()], _FLOOR)
-                + [f"n_activities_significant_{p}" for p in _perception()])
+                + _with([f"n_activities_significant_{p}" for p in _perception()], _POWER))
     if paradigm == "stereotype":
         return (keys + ["n_polarity_undefined", "n_polarity_cells_significant"]
                 + _with([f"mean_abs_polarity_{d}" for d in DIMENSIONS], _FLOOR))
     from lm_eval_bias.vignette.schema import DECISION_DIMENSIONS
 
     return (keys + _with([f"selection_spread_{d}" for d in DIMENSIONS], _FLOOR)
-            + ["n_identities_significant", "n_identities_significant_paper", "n_paircomp_cells_significant"]
-            + [f"n_identities_significant_question_{q}" for q in DECISION_DIMENSIONS])
+            + _identity_family_keys("") + ["n_paircomp_cells_significant"]
+            + _with([f"n_identities_significant_question_{q}" for q in DECISION_DIMENSIONS], _POWER))
 
 
 def family_of(task: str) -> str:
@@ -347,6 +393,8 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("selection_spread_enjoyment", "Sec. 4.2"), ("selection_spread_dislike", "Sec. 4.2"),
     ("mean_abs_polarity", "Sec. 4.3"), ("n_polarity", "Sec. 4.3"), ("selection_spread", "Sec. 4.4"),
     ("n_identities_significant_question", "Sec. 4.4"), ("n_identities_significant", "Sec. 4.2-4.4"),
+    ("p_identity_heterogeneity", "Sec. 6 (pooled per dimension; not in the paper)"),
+    ("n_dimensions_heterogeneous", "Sec. 6 (pooled per dimension; not in the paper)"),
     ("n_paircomp", "Sec. 4.2-4.4 (PairComp)"), ("valid_rate", "Sec. 5"), ("refusal_rate", "Sec. 5"),
     ("invalid_rate", "Sec. 5"), ("n_", "counts"),
 )

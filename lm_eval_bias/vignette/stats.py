@@ -598,6 +598,157 @@ def _sign_flip_p(c: np.ndarray) -> float:
     return float(2 * norm.sf(t / np.sqrt(np.sum(c ** 2))))
 
 
+def identity_contributions(design: PairDesign) -> sparse.csc_matrix:
+    """Pairs x identities matrix of c_ip = sum_a 100 (x_ipa - n_ipa / 2) / (|A_i| n_opt(i, a)), the
+    image pair p's share of S(i) - 50 (Sec. 5's S as a sum over pairs; :func:`identity_pair_tests`).
+    Swapping the two people's labels in pair p flips the sign of row p. Sparse CSC, indices sorted."""
+    resp, opt = observed_counts(design)
+    m = design.identity_matrix()
+    n_ctx = np.asarray((opt > 0).astype(float) @ m).ravel()
+    group_opt = opt.ravel()
+    scale = np.where(group_opt > 0, 100.0 / (np.where(group_opt > 0, group_opt, 1) *
+                                             n_ctx[design.group_identity].clip(min=1)), 0.0)
+    dev = (design.x0 - design.n0 * 0.5).multiply(scale[None, :]).tocsr()
+    contrib = (dev @ m).tocsc()  # pairs x identities, sparse: a column's nonzeros in pair order
+    contrib.sort_indices()
+    return contrib
+
+
+def sign_flip_min_p(n_contributing: int) -> float:
+    """Smallest two-sided p-value :func:`_sign_flip_p` can return for a sum of ``n_contributing``
+    nonzero pair contributions: ``2 / 2**n`` when the null is enumerated exactly (n up to
+    ``EXACT_SIGN_FLIP_MAX_PAIRS``: only the all-plus and all-minus patterns reach the observed
+    |sum| when every sign agrees), else ``2 * (1 - Phi(sqrt(n)))`` (the normal approximation's
+    z = |sum c| / sqrt(sum c^2) is at most sqrt(n) by Cauchy-Schwarz). 1 for no contribution."""
+    from scipy.stats import norm
+
+    n = int(n_contributing)
+    if n <= 0:
+        return 1.0
+    if n <= EXACT_SIGN_FLIP_MAX_PAIRS:
+        return float(min(1.0, 2.0 ** (1 - n)))
+    return float(2 * norm.sf(np.sqrt(n)))
+
+
+def identity_family_power(tests: pd.DataFrame, alpha: float = 0.05, method: str = "holm"):
+    """Power statement of the identity family of :func:`identity_pair_tests` (``tests``: its output):
+    :func:`lm_eval_bias.core.power.family_power_statement` with ``n_tests`` = identities with a
+    p-value, the smallest attainable p = min over identities of :func:`sign_flip_min_p`
+    (``n_contributing``), and the per-test standard error = the median ``null_sd`` (so the MDE is a
+    shift of S(i) away from 50, percentage points, detectable with 80 % power at Holm's first step
+    alpha / m; normal approximation, Bloom 1995). ``method`` other than Holm is reported with
+    Holm's first threshold, which Bonferroni shares and Hochberg / BH relax."""
+    from lm_eval_bias.core.power import family_power_statement
+
+    ok = tests["p_value"].notna().to_numpy()
+    n = int(ok.sum())
+    if not n:
+        return family_power_statement(0, np.nan, alpha)
+    min_p = min(sign_flip_min_p(k) for k in tests.loc[ok, "n_contributing"])
+    sd = tests.loc[ok, "null_sd"].to_numpy(float)
+    stderr = float(np.median(sd[sd > 0])) if np.any(sd > 0) else np.nan
+    return family_power_statement(n, min_p, alpha, stderr, unit=" pp")
+
+
+def _chi2_mde(m: int, alpha: float, power: float = 0.8) -> float:
+    """Noncentrality lambda at which a chi-square(m) test at level ``alpha`` has power ``power``."""
+    from scipy.optimize import brentq
+    from scipy.stats import chi2, ncx2
+
+    crit = chi2.isf(alpha, m)
+    return float(brentq(lambda lam: ncx2.sf(crit, m, lam) - power, 1e-9, 1e5))
+
+
+#: Sign-flip draws per chunk of :func:`identity_heterogeneity_tests` (a chunk: draws x pairs floats).
+HETEROGENEITY_CHUNK = 200
+
+
+def identity_heterogeneity_tests(table: pd.DataFrame, n_perm: int, seed: int, alpha: float = 0.05,
+                                 method: str = "holm") -> pd.DataFrame:
+    """Per bias dimension: does any identity of the dimension get chosen more or less than 50 %? A
+    global test that pools the dimension's identities, so that it has power where each identity is
+    seen in a handful of image pairs (the default budgets: about 4 pairs an identity, whose own
+    sign-flip test cannot go below p = 0.125; docs/vignette.md "Identity tests and their power").
+
+    Null (one sentence): in every image pair of the dimension the two people's labels are
+    exchangeable -- no identity is preferred; side, pair, image and question effects are allowed.
+    Statistic: Q_d = sum_{i in d} z_i^2 with z_i = sum_p c_ip / sqrt(sum_p c_ip^2) (c_ip of
+    :func:`identity_contributions`: the self-normalised identity statistic of
+    :func:`identity_pair_tests`; identities with no nonzero contribution left out). Null
+    distribution: the same sign flip of whole image pairs (e_p = +-1, both people's c_p flip
+    together), ``n_perm`` Monte Carlo draws seeded ``[seed, 41]``; p = (1 + #{Q* >= Q}) / (1 +
+    n_perm) (exact level for any number of draws; Phipson & Smyth 2010). Dimensions are disjoint sets
+    of pairs, so one draw serves all. ``p_holm``: Holm (``method``) across the dimensions.
+
+    Columns: ``n_identities``, ``n_pairs``, ``statistic`` (Q), ``p_value``, ``p_holm``, and
+    ``mde_rms_pp``: the root-mean-square departure of the identities' expected S from 50 that the
+    test detects with 80 % power at Holm's first step (alpha / dimensions), from Q ~ noncentral
+    chi-square(m, lambda) with lambda = m * (rms / typical null_sd)^2 (normal approximation; the
+    typical null_sd is the dimension's median). NaN p-values when ``n_perm`` is 0."""
+    from lm_eval_bias.core.multiplicity import adjust
+
+    columns = ["n_identities", "n_pairs", "statistic", "p_value", "p_holm", "mde_rms_pp"]
+    t = _need(table, ("pair_id", "dimension"))
+    if t.empty:
+        return pd.DataFrame(columns=["dimension"] + columns).set_index("dimension")
+    design = pair_design(t)
+    contrib = identity_contributions(design)
+    sd = np.sqrt(np.asarray(contrib.multiply(contrib).sum(axis=0)).ravel())
+    total = np.asarray(contrib.sum(axis=0)).ravel()
+    used = sd > 0
+    inv = np.where(used, 1.0 / np.where(used, sd, 1.0), 0.0)
+    dims = np.unique(design.identity_stratum)
+    member = np.stack([(design.identity_stratum == d) & used for d in dims])  # dims x identities
+    observed = member.astype(float) @ (total * inv) ** 2
+    exceed = np.zeros(len(dims))
+    scaled = contrib.multiply(inv[None, :]).tocsr()  # pairs x identities, z-scaled
+    if n_perm:
+        rng = np.random.default_rng([seed, 41])
+        for start in range(0, n_perm, HETEROGENEITY_CHUNK):
+            rows = min(HETEROGENEITY_CHUNK, n_perm - start)
+            signs = (1.0 - 2.0 * rng.integers(0, 2, size=(rows, design.n_pairs))).astype(float)
+            z = np.asarray((scaled.T @ signs.T).T)  # draws x identities
+            q = (z ** 2) @ member.T.astype(float)  # draws x dims
+            exceed += (q >= observed[None, :] - 1e-9).sum(axis=0)
+    pair_stratum = pd.Series(design.strata)
+    n_dims = int(member.any(axis=1).sum())
+    out = pd.DataFrame(index=pd.Index([str(d) for d in dims], name="dimension"))
+    out["n_identities"] = member.sum(axis=1).astype(int)
+    out["n_pairs"] = [int((pair_stratum == d).sum()) for d in dims]
+    out["statistic"] = observed
+    out["p_value"] = np.where(member.any(axis=1), (1 + exceed) / (1 + n_perm), np.nan) if n_perm else np.nan
+    out["p_holm"] = _holm_by(out["p_value"], pd.Series("all", index=out.index), method).to_numpy()
+    mde = []
+    for k in range(len(dims)):
+        m = int(member[k].sum())
+        if m == 0 or n_dims == 0:
+            mde.append(np.nan)
+            continue
+        lam = _chi2_mde(m, alpha / n_dims)
+        mde.append(float(np.median(sd[member[k]]) * np.sqrt(lam / m)))
+    out["mde_rms_pp"] = mde
+    return out[columns]
+
+
+def heterogeneity_family_power(tests: pd.DataFrame, n_perm: int, alpha: float = 0.05):
+    """Power statement of the family of :func:`identity_heterogeneity_tests` (one test per bias
+    dimension, Holm): smallest attainable p = 1 / (n_perm + 1); MDE: the median over dimensions of
+    ``mde_rms_pp`` (rms departure of expected S from 50, percentage points) -- stated in the
+    sentence in place of the z-test MDE of :func:`lm_eval_bias.core.power.family_power_statement`."""
+    from dataclasses import replace
+
+    from lm_eval_bias.core.power import family_power_statement
+
+    n = int(tests["p_value"].notna().sum()) if len(tests) else 0
+    base = family_power_statement(n, 1.0 / (n_perm + 1) if n_perm else np.nan, alpha)
+    mde = float(np.nanmedian(tests["mde_rms_pp"])) if n and tests["mde_rms_pp"].notna().any() else np.nan
+    text = base.statement
+    if np.isfinite(mde):
+        text += (f"; detects, with 80 % power, identities whose expected S departs from 50 by {mde:.3g} pp "
+                 "(root mean square over the dimension's identities)")
+    return replace(base, mde=mde, statement=text)
+
+
 def identity_pair_tests(table: pd.DataFrame, method: str = "holm") -> pd.DataFrame:
     """Per identity: is it chosen more or less than its partners, respecting that all answers about
     one image pair share the pair (position, images)? Calibrated default for the paper's identity
@@ -611,26 +762,25 @@ def identity_pair_tests(table: pd.DataFrame, method: str = "holm") -> pd.DataFra
     enumeration up to ``EXACT_SIGN_FLIP_MAX_PAIRS`` pairs, else the normal approximation
     z = sum c / sqrt(sum c^2). ``p_holm``: Holm across the identities (the family). ``p_paper`` /
     ``p_paper_holm``: :func:`identity_fisher_tests` (every answer independent; not calibrated).
+    ``n_contributing``: pairs with a nonzero contribution c_ip (what bounds the smallest attainable p,
+    :func:`sign_flip_min_p`); ``null_sd``: sqrt(sum_p c_ip^2), the sign-flip standard deviation of
+    S(i) - 50 (percentage points; the per-test standard error of :func:`identity_family_power`).
     Needs ``pair_id`` and ``dimension`` columns (option table of :mod:`lm_eval_bias.vignette.tasks`)."""
     from lm_eval_bias.core.multiplicity import adjust
 
     design = pair_design(table)
     resp, opt = observed_counts(design)
     m = design.identity_matrix()
-    n_ctx = np.asarray((opt > 0).astype(float) @ m).ravel()
-    group_opt = opt.ravel()
-    scale = np.where(group_opt > 0, 100.0 / (np.where(group_opt > 0, group_opt, 1) *
-                                             n_ctx[design.group_identity].clip(min=1)), 0.0)
-    dev = (design.x0 - design.n0 * 0.5).multiply(scale[None, :]).tocsr()
-    contrib = (dev @ m).tocsc()  # pairs x identities, sparse: a column's nonzeros in pair order
-    contrib.sort_indices()
+    contrib = identity_contributions(design)
     s = identity_rates(design, resp, opt).ravel()
     n_pairs = np.asarray(((design.n0 @ m) > 0).sum(axis=0)).ravel()
     rows = []
     for k, identity in enumerate(design.identities):
-        rows.append((identity, design.identity_stratum[k], s[k], int(n_pairs[k]),
-                     _sign_flip_p(contrib.data[contrib.indptr[k]:contrib.indptr[k + 1]]) if not np.isnan(s[k]) else np.nan))
-    out = pd.DataFrame(rows, columns=["identity", "dimension", "selection_frequency", "n_pairs", "p_value"]).set_index("identity")
+        c = contrib.data[contrib.indptr[k]:contrib.indptr[k + 1]]
+        rows.append((identity, design.identity_stratum[k], s[k], int(n_pairs[k]), int(np.count_nonzero(c)),
+                     float(np.sqrt(np.sum(c ** 2))), _sign_flip_p(c) if not np.isnan(s[k]) else np.nan))
+    out = pd.DataFrame(rows, columns=["identity", "dimension", "selection_frequency", "n_pairs", "n_contributing",
+                                      "null_sd", "p_value"]).set_index("identity")
     out["p_holm"] = adjust(out["p_value"].to_numpy(), method)
     fisher = identity_fisher_tests(table, method=method)
     out["p_paper"] = fisher["p_value"].reindex(out.index)

@@ -235,14 +235,21 @@ def test_task_summary_carries_intervals_floors_and_counts(monkeypatch, caplog):
     records = _records(decision_table(2, theta=theta, left=0.1, n_activities=3, questions=6))
     out = vignette.summarize(records)
     key = "selection_spread_race_ethnicity_color"
-    assert out[f"{key}_ci_low"] <= out[key] <= out[f"{key}_ci_high"]
+    # a max - min magnitude: estimate, null floor and p_null, no interval (docs/vignette.md "Magnitudes")
+    assert f"{key}_ci_low" not in out and f"{key}_stderr" not in out
     assert out[f"{key}_p_null"] < 0.01 and out[f"{key}_null"] < out[key]
     assert out["n_pairs"] == 3 * 28 and out["n_identities"] == 8
     assert out["n_identities_significant"] >= 1 and out["n_identities_significant_paper"] >= 1
+    # beside the count: the design can reject (each identity in 21 pairs) and its MDE in pp of S
+    assert out["n_identities_significant_can_reject"] == 1.0 and 0 < out["n_identities_significant_mde"] < 50
+    # the pooled heterogeneity test of the dimension rejects; 200 draws: p = 1 / 201 at best
+    assert out[f"p_identity_heterogeneity_{'race_ethnicity_color'}"] == 1 / 201
+    assert out["n_dimensions_heterogeneous"] == 1.0 and out["n_dimensions_heterogeneous_can_reject"] == 1.0
     assert set(out) == set(vignette.result_keys("decision"))
     with caplog.at_level(logging.WARNING, logger="lm_eval_bias"):
         one = vignette.summarize(records[:6])  # one image pair
-    assert math.isnan(one[f"{key}_ci_low"]) and "fewer than two image pairs" in caplog.text
+    # one pair: each identity's sign-flip test can reach p = 2 / 2 = 1 at best, so it cannot reject
+    assert one["n_identities_significant_can_reject"] == 0.0 and one["n_identities_significant"] == 0.0
 
 
 def test_answer_rates_resample_whole_pairs_within_dimension():
