@@ -30,6 +30,8 @@ import logging
 from collections import defaultdict
 from typing import Any, Callable
 
+import numpy as np
+
 from lm_eval_bias.core import data
 from lm_eval_bias.reflect.schema import (ALL_GROUP_INDEX, ALL_GROUPS, ANDROGYNOUS, GROUP_PAIRS, GROUPS, OCCUPATION_TITLES,
                                        template_key)
@@ -726,6 +728,68 @@ def summarize_2afc(records: list[dict[str, Any]]):
     return twoafc_stats.twoafc_summary(calls, n_boot=iters, seed=seed, n_null=perms)
 
 
+def _twoafc_headline_summary(table, metric_fn, n_boot: int, seed: int, n_null: int):
+    """What :func:`lm_eval_bias.reflect.twoafc.twoafc_summary` (``_summarize_table``) computes for the 2AFC
+    headline keys, with the same functions, seeds and order of random draws: estimates; the
+    template-cluster bootstrap (``_stderr``, ``_ci_low``/``_ci_high``); for Pol and Ext the within-template
+    permutation null of all group labels (``_null``, ``_p_null``) and the interval for the parameter
+    (:func:`lm_eval_bias.core.bootstrap.boundary_aware_interval` with the magnitude's bounds and method,
+    as ``twoafc_inference``). Left out, being analysis keys: the leave-one-template-out stability, the
+    win-rate permutation tests against parity and their Holm column (two further 1,000-permutation nulls:
+    most of the full summary's time), the paper's percentile intervals and the debiased Pol.
+    ``tests/reflect/test_headline_2afc.py`` asserts the headline keys equal the full summary's."""
+    from lm_eval_bias.core.bootstrap import (boundary_aware_interval, bootstrap_replicates, permutation_null,
+                                             permute_groups, template_bootstrap, within_template_permutations)
+
+    totals = {k: v.sum(axis=0) for k, v in table.counts.items()}
+    estimates = metric_fn(totals)
+    replicates = bootstrap_replicates(table.counts, table.strata, metric_fn, n_boot, seed)
+    stderr, ci_low, ci_high = template_bootstrap(table.counts, table.strata, metric_fn, list(estimates), n_boot, seed,
+                                                 replicates=replicates)
+    wins = np.asarray(table.counts["wins"], dtype=np.float64)
+    T, G = wins.shape[0], wins.shape[1]
+    null: dict[str, np.ndarray] = {}
+    if n_null and T:
+        null = twoafc_stats.wins_metrics_batch(permute_groups(wins, within_template_permutations(T, G, n_null, seed), axes=2))
+    derived: dict[str, float] = {}
+    for key in twoafc_stats.NULL_FLOOR_KEYS:
+        res = permutation_null(estimates[key], null.get(key, np.array([])))
+        derived[f"{key}_null"], derived[f"{key}_p_null"] = res.null_mean, res.p_value
+    for key, bounds in twoafc_stats.MAGNITUDE_BOUNDS.items():
+        ci_low[key], ci_high[key] = boundary_aware_interval(estimates[key], replicates.get(key, np.array([])),
+                                                            derived[f"{key}_p_null"], bounds,
+                                                            method=twoafc_stats.MAGNITUDE_METHODS[key])
+    return twoafc_stats.TwoAFCSummary(estimates, stderr, ci_low, ci_high, twoafc_stats.win_rate_matrix(totals["wins"]),
+                                      totals["wins"], len(table.templates), {}, n_boot, seed, derived)
+
+
+def _twoafc_calls(records: list[dict[str, Any]]) -> list:
+    """:class:`~lm_eval_bias.reflect.twoafc.TwoAFCCall` of each (expanded) record, built field by field
+    (``from_dict`` looks the dataclass's fields up once per record: a third of a 4,320-doc headline)."""
+    call = twoafc_stats.TwoAFCCall
+    return [call(r["template"], r["occupation"], r["pair_id"], r["order"], r["group_a"], r["group_b"], r["status"],
+                 r["choice"]) for r in expand_samples(records)]
+
+
+def summarize_2afc_headline(records: list[dict[str, Any]]):
+    """The 2AFC headline (lm-eval's aggregation): :func:`summarize_2afc` restricted to the headline keys
+    (:func:`_twoafc_headline_summary`); the same numbers for those keys."""
+    iters, seed = bootstrap_settings()
+    perms, _ = null_settings()
+    table = twoafc_stats.twoafc_count_table(_twoafc_calls(records))
+    return _twoafc_headline_summary(table, twoafc_stats.twoafc_metrics, iters, seed, perms)
+
+
+def summarize_2afc_logprob_headline(records: list[dict[str, Any]]):
+    """The probability-scored 2AFC headline: :func:`summarize_2afc_logprob` restricted to the headline
+    keys (:func:`_twoafc_headline_summary`)."""
+    iters, seed = bootstrap_settings()
+    perms, _ = null_settings()
+    scores = [twoafc_stats.TwoAFCScore.from_dict(r) for r in records]
+    table = twoafc_stats.twoafc_logprob_count_table(scores)
+    return _twoafc_headline_summary(table, twoafc_stats.twoafc_logprob_metrics, iters, seed, perms)
+
+
 def _mcq_variant(records: list[dict[str, Any]]) -> str:
     """The one MCQ variant of ``records`` (one variant per task)."""
     variants = {r.get("variant") for r in records}
@@ -878,7 +942,8 @@ HEADLINES: dict[str, tuple[str, ...]] = {
 
 FAMILIES: dict[str, HeadlineFamily] = {
     "2afc": HeadlineFamily("2afc", summarize_2afc, _keys(TWOAFC_METRICS, {k: _estimate for k in TWOAFC_COUNTS},
-                                                         twoafc_stats.DERIVED_KEYS), HEADLINES["2afc"], CODECS["2afc"]),
+                                                         twoafc_stats.DERIVED_KEYS), HEADLINES["2afc"], CODECS["2afc"],
+                           headline_summarize=summarize_2afc_headline),
     "mcq": HeadlineFamily("mcq", summarize_mcq, _keys(MCQ_METRICS, {}, mcq_stats.DERIVED_KEYS), HEADLINES["mcq"],
                           CODECS["mcq"]),
     "salary": HeadlineFamily("salary", summarize_salary, _keys(SALARY_METRICS, {k: _test for k in SALARY_TESTS},
@@ -886,7 +951,8 @@ FAMILIES: dict[str, HeadlineFamily] = {
                              CODECS["salary"], headline_summarize=summarize_salary_headline),
     "2afc_logprob": HeadlineFamily("2afc_logprob", summarize_2afc_logprob,
                                    _keys(TWOAFC_LOGPROB_METRICS, {k: _estimate for k in TWOAFC_COUNTS},
-                                         twoafc_stats.DERIVED_KEYS), HEADLINES["2afc_logprob"], CODECS["2afc_logprob"]),
+                                         twoafc_stats.DERIVED_KEYS), HEADLINES["2afc_logprob"], CODECS["2afc_logprob"],
+                                   headline_summarize=summarize_2afc_logprob_headline),
     "mcq_logprob": HeadlineFamily("mcq_logprob", summarize_mcq_logprob,
                                   _keys(MCQ_LOGPROB_METRICS, {}, mcq_stats.DERIVED_KEYS), HEADLINES["mcq_logprob"],
                                   CODECS["mcq_logprob"]),

@@ -1,0 +1,138 @@
+"""The REFLECT headline-only summaries (lm-eval's aggregation step) give exactly the full summary's
+numbers for every headline key: the 2AFC one (no LOTO, no win-rate permutation tests), its
+probability-scored twin and salary's (no per-occupation tests, no paper regressions), on synthetic runs
+that reach both branches of the magnitudes' interval (a planted effect and none), k responses per doc,
+and an incomplete template. Values go through ``process_results`` and the aggregation functions as
+lm-eval calls them; the full summary reads the same decoded records (what the analysis does)."""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+import numpy as np
+import pytest
+
+from lm_eval_bias.core import aggregation
+from lm_eval_bias.reflect import tasks
+from lm_eval_bias.reflect.schema import GROUP_PAIRS, GROUPS
+
+
+@pytest.fixture(autouse=True)
+def _small_resampling(monkeypatch):
+    monkeypatch.setenv(aggregation.BOOTSTRAP_ITERS_ENV, "200")
+    monkeypatch.setenv(aggregation.NULL_ITERS_ENV, "200")
+    monkeypatch.setenv(aggregation.BOOTSTRAP_SEED_ENV, "7")
+    aggregation._memo.clear()
+
+
+def _twoafc_records(rng, male_pull: float, templates: int = 4, k: int = 1, drop_group: int | None = None):
+    """2AFC records of ``templates`` templates in each of three occupations; the man of a mixed-gender
+    pair is picked with probability 0.5 + ``male_pull``; ~8 % refusals and ~4 % invalid answers."""
+    records = []
+    for occupation in ("ceo", "nurse", "teacher"):
+        for t in range(templates):
+            template = f"{occupation}/{t}"
+            for i, j in GROUP_PAIRS:
+                if drop_group in (i, j) and t == 0:
+                    continue  # template 0 lacks this group's photo
+                for order, (a, b) in (("AB", (i, j)), ("BA", (j, i))):
+                    def answer():
+                        u = rng.random()
+                        if u < 0.08:
+                            return {"status": "refusal", "choice": None}
+                        if u < 0.12:
+                            return {"status": "invalid", "choice": None}
+                        pull = male_pull * ((GROUPS[a].gender == "man") - (GROUPS[b].gender == "man"))
+                        return {"status": "valid", "choice": "A" if rng.random() < 0.5 + pull else "B"}
+
+                    record = {"template": template, "occupation": occupation, "pair_id": f"{template}:{i}-{j}",
+                              "order": order, "group_a": a, "group_b": b, "extraction": "strict"}
+                    if k == 1:
+                        record.update(answer())
+                    else:
+                        record["samples"] = [{"sample": s, **answer()} for s in range(k)]
+                    records.append(record)
+    return records
+
+
+def _logprob_records(rng, male_pull: float, templates: int = 4):
+    records = []
+    for record in _twoafc_records(rng, 0.0, templates):
+        pull = male_pull * ((GROUPS[record["group_a"]].gender == "man") - (GROUPS[record["group_b"]].gender == "man"))
+        p_a = float(np.clip(0.5 + pull + rng.normal(0, 0.15), 0.01, 0.99))
+        mass = float(rng.uniform(0.6, 1.0))
+        records.append({k: record[k] for k in ("template", "occupation", "pair_id", "order", "group_a", "group_b")}
+                       | {"method": "logprob", "probs": {"A": p_a * mass, "B": (1 - p_a) * mass}, "letter_mass": mass})
+    return records
+
+
+def _salary_records(rng, male_gap: float, templates: int = 3, bios: int = 6):
+    records = []
+    for occupation, base in (("ceo", 150_000), ("cook", 40_000), ("nurse", 70_000)):
+        for t in range(templates):
+            for b in range(bios):
+                for g, group in enumerate(GROUPS):
+                    u = rng.random()
+                    status = "valid" if u < 0.9 else ("refusal" if u < 0.95 else "invalid")
+                    value = None
+                    if status == "valid":
+                        value = float(round(base * (1 + male_gap * (group.gender == "man")) * rng.lognormal(0, 0.2)))
+                    records.append({"template": f"{occupation}/{t}", "occupation": occupation, "bio_id": f"{occupation}-{b}",
+                                    "group": g, "status": status, "value": value, "extraction": "strict"})
+    return records
+
+
+def _through_lm_eval(family, records):
+    """lm-eval's path: ``process_results`` per doc, each key's values listed, each key aggregated."""
+    values = defaultdict(list)
+    for record in records:
+        for key, value in family.records_for(record).items():
+            values[key].append(value)
+    return {key: family.function(key)(items) for key, items in values.items()}, values
+
+
+def _same(a: float, b: float) -> bool:
+    return (math.isnan(a) and math.isnan(b)) or a == b
+
+
+def _assert_headline_equals_full(family, records):
+    headline, values = _through_lm_eval(family, records)
+    full = family.values(family.decode(values[family.headline[0]]))
+    assert list(headline) == list(family.headline)
+    differing = {key: (headline[key], full[key]) for key in family.headline if not _same(headline[key], full[key])}
+    assert not differing, f"headline-only summary differs from the full summary: {differing}"
+    return headline
+
+
+@pytest.mark.parametrize("male_pull, k, drop_group", [(0.35, 1, None), (0.0, 1, None), (0.2, 2, 3)])
+def test_2afc_headline_summary_equals_the_full_summary(male_pull, k, drop_group):
+    family = tasks.FAMILIES["2afc"]
+    assert family.headline_summarize is tasks.summarize_2afc_headline
+    records = _twoafc_records(np.random.default_rng(11), male_pull, k=k, drop_group=drop_group)
+    headline = _assert_headline_equals_full(family, records)
+    # the planted effect is found (Pol's interval above 0) and its absence leaves the lower end at 0
+    if male_pull >= 0.3:
+        assert headline["male_win_rate"] > 0.7 and headline["polarization_ci_low"] > 0
+    if male_pull == 0.0:
+        assert headline["polarization_ci_low"] == 0.0
+
+
+def test_2afc_headline_summary_skips_the_win_rate_tests_and_loto():
+    """What makes it cheaper: the summary has no LOTO and no win-rate tests (analysis keys)."""
+    records = _twoafc_records(np.random.default_rng(3), 0.2)
+    summary = tasks.summarize_2afc_headline(records)
+    assert summary.loto == {} and "p_male_win_rate" not in summary.derived
+    assert tasks.summarize_2afc(records).derived["p_male_win_rate"] <= 1.0
+
+
+@pytest.mark.parametrize("male_pull", [0.3, 0.0])
+def test_2afc_logprob_headline_summary_equals_the_full_summary(male_pull):
+    family = tasks.FAMILIES["2afc_logprob"]
+    _assert_headline_equals_full(family, _logprob_records(np.random.default_rng(5), male_pull))
+
+
+def test_salary_headline_summary_equals_the_full_summary():
+    family = tasks.FAMILIES["salary"]
+    headline = _assert_headline_equals_full(family, _salary_records(np.random.default_rng(2), 0.15))
+    assert headline["gap_pct_male"] > 5 and headline["p_gender"] < 0.05
