@@ -142,8 +142,35 @@ class RecordCodec:
     def decode(self, value: str | Sequence) -> dict[str, Any]:
         if isinstance(value, str):
             value = json.loads(value)
+        return self._record(value)
+
+    def decode_many(self, values: Sequence[str | Sequence]) -> list[dict[str, Any]]:
+        """:meth:`decode` of each value; JSON strings are parsed together as one JSON array (one parser
+        call instead of one per doc), falling back to one parse per value when the joined text is not
+        exactly one array of ``len(values)`` records."""
+        values = list(values)
+        parsed: list | None = None
+        if values and all(isinstance(v, str) for v in values):
+            try:
+                parsed = json.loads("[" + ",".join(values) + "]")
+            except ValueError:
+                parsed = None
+            if parsed is not None and len(parsed) != len(values):
+                parsed = None
+        if parsed is None:
+            return [self.decode(v) for v in values]
+        return [self._record(v, parsed_json=True) for v in parsed]
+
+    def _record(self, value: Sequence, parsed_json: bool = False) -> dict[str, Any]:
+        """The record of one value; ``parsed_json``: ``value`` was just parsed from JSON (its sequences
+        are fresh lists), so a codec without ``codes`` and ``mapping_fields`` takes its fields as they are."""
         n = len(self.fields)
         record = dict(self.defaults)
+        if parsed_json and not self.codes and not self.mapping_fields:
+            record.update(zip(self.fields, value))
+            if self.sample_fields and len(value) > n and value[n] is not None:
+                record["samples"] = [{"sample": s[0], **dict(zip(self.sample_fields, s[1:]))} for s in value[n]]
+            return record
         for name, v in zip(self.fields, value[:n]):
             if name in self.codes and isinstance(v, int) and not isinstance(v, bool):
                 v = self.codes[name][v]
@@ -223,6 +250,9 @@ class HeadlineFamily:
         """Records from per-doc values (compact tuples or lists read back from JSON, or records)."""
         if self.codec is None:
             return [dict(v) for v in values]
+        values = list(values)
+        if not any(isinstance(v, dict) for v in values):
+            return self.codec.decode_many(values)
         return [v if isinstance(v, dict) else self.codec.decode(v) for v in values]
 
     # -- aggregation -----------------------------------------------------------------------------------

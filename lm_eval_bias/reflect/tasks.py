@@ -833,7 +833,9 @@ def summarize_salary_headline(records: list[dict[str, Any]]):
 
     iters, seed = bootstrap_settings()
     perms, _ = null_settings()
-    parsed = [salary_stats.SalaryRecord.from_dict(r) for r in expand_samples(records)]
+    record = salary_stats.SalaryRecord
+    parsed = [record(r["template"], r["occupation"], r["bio_id"], r["group"], r["status"], r["value"])
+              for r in expand_samples(records)]  # field by field: ``from_dict`` looks the fields up per record
     templates, strata, _, counts = salary_stats.salary_count_table(parsed)
     estimates = salary_stats.salary_metrics({k: v.sum(axis=0) for k, v in counts.items()})
     stderr, ci_low, ci_high = template_bootstrap(counts, strata, salary_stats.salary_metrics, list(estimates), iters, seed)
