@@ -21,8 +21,14 @@ integrals whose finite-sample bias at 1,609 pairs is far below their standard er
 
 Test rows: rejection rate at 5 % of ``<m>_p_null`` when the two sides are unrelated: each side has its
 own preferred option, refusal propensity and confidence level (per-pair heterogeneity kept, the link
-between the two images of a pair removed). Null-floor rows: the mean of ``<m>_null`` under that null
-against the mean estimate.
+between the two images of a pair removed), and -- heterogeneity that leaves the null true -- each
+category has its own letter preference (the preferred option is drawn from a category-specific
+distribution, the same for both images: a position / category effect, not a link between the two
+images) and its own refusal level. Per-category tests (five per metric, the pooled rate over the
+categories) and the family-wise row "any category Holm p < 0.05" (the Holm family of the task) are
+included. Null-floor rows: the mean of ``<m>_null`` under that null against the mean estimate. Interval
+rows also cover every category's consistency (pooled coverage over the five categories), as the report
+shows them all.
 
 ``python -m scripts.calibration.cf_vqa [--quick]`` prints the rows.
 """
@@ -36,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from lm_eval_bias.cf_vqa import stats
+from lm_eval_bias.core.multiplicity import adjust
 from scripts.calibration import rate_row
 
 BENCHMARK = "cf_vqa"
@@ -59,15 +66,33 @@ def _sizes(quick: bool) -> dict[str, int]:
     return {c: 40 for c in CATEGORY_SIZES}
 
 
+#: the null's category-level heterogeneity: letter preference per category (the preferred option of
+#: each image is drawn from it) and refusal multiplier per category
+CATEGORY_LETTERS = np.array([[0.55, 0.15, 0.15, 0.15], [0.25, 0.25, 0.25, 0.25], [0.1, 0.2, 0.3, 0.4],
+                             [0.4, 0.4, 0.1, 0.1], [0.15, 0.15, 0.15, 0.55]])
+CATEGORY_REFUSAL = np.array([1.0, 2.0, 0.5, 1.0, 1.5])
+
+
 def simulate(rng, sizes: dict[str, int], linked: bool = True):
-    """(grid, per-pair strata, per-pair status counts) of one simulated run of the design."""
+    """(grid, per-pair strata, per-pair status counts) of one simulated run of the design. Unlinked
+    (the null): each image draws its own preferred option from its category's letter distribution
+    (:data:`CATEGORY_LETTERS`) and its own refusal propensity (times :data:`CATEGORY_REFUSAL`)."""
     cats = np.concatenate([[c] * n for c, n in sizes.items()])
     n = len(cats)
+    cat_index = np.concatenate([[i] * m for i, m in enumerate(sizes.values())])
     flip = _logistic(ALPHA + rng.normal(0, 1, n))
-    pref_p = rng.integers(0, 4, n)
-    pref_m = pref_p if linked else rng.integers(0, 4, n)
+    if linked:
+        pref_p = rng.integers(0, 4, n)
+        pref_m = pref_p
+    else:
+        cumulative = CATEGORY_LETTERS.cumsum(1)[cat_index]
+        pref_p = (rng.random(n)[:, None] > cumulative).sum(1)
+        pref_m = (rng.random(n)[:, None] > cumulative).sum(1)
     rho_p = rng.beta(1, 12, n) * 1.5
     rho_m = rho_p / 1.5 if linked else rng.beta(1, 12, n)
+    if not linked:
+        rho_p = np.clip(rho_p * CATEGORY_REFUSAL[cat_index] / 1.5, 0, 0.9)
+        rho_m = np.clip(rho_m * CATEGORY_REFUSAL[cat_index], 0, 0.9)
     level_p = rng.choice([1, 2, 3, 4], n)
     level_m = level_p if linked else rng.choice([1, 2, 3, 4], n)
 
@@ -108,8 +133,9 @@ def population_truth(seed: int = 777, n_pairs: int = 200_000) -> dict[str, float
     truth["consistency_minus_human"] = truth["consistency_with_human"] - truth["human_consistency"]
     total = counts["responses"].sum()
     truth.update({f"{k}_rate": float(counts[k].sum() / total) for k in stats.RATE_NAMES})
-    culture = stats._subgrid(g, np.flatnonzero(g.stratum == g.strata.index(CATEGORY_ROW)))
-    truth[f"consistency_{CATEGORY_ROW.lower()}"] = float(stats.grid_metrics(culture)["consistency"][0])
+    for name in CATEGORY_SIZES:
+        members = stats._subgrid(g, np.flatnonzero(g.stratum == g.strata.index(name)))
+        truth[f"consistency_{name.lower()}"] = float(stats.grid_metrics(members)["consistency"][0])
     return truth
 
 
@@ -124,12 +150,15 @@ def run(n_seeds: int, n_boot: int, quick: bool, seed: int = 20261123) -> list[di
     est = {k: [] for k in (*INTERVAL_KEYS, *RATE_KEYS, f"consistency_{CATEGORY_ROW.lower()}")}
     hits = {k: [] for k in est}
     null_p = {k: [] for k in stats.NULL_METRICS}
+    null_p_category = {k: [] for k in stats.NULL_METRICS}
+    null_any_holm = {k: [] for k in stats.NULL_METRICS}
+    category_hits, category_est = [], []
     null_est = {k: [] for k in stats.NULL_METRICS}
     null_floor = {k: [] for k in stats.NULL_METRICS}
     for s in range(seed, seed + n_seeds):
         rng = np.random.default_rng(s)
         g, cats, counts = simulate(rng, sizes)
-        out = stats.pair_summary(g, n_boot, 0, s, categories=[CATEGORY_ROW])
+        out = stats.pair_summary(g, n_boot, 0, s, categories=None)
         rates = stats.response_rates(cats.tolist(), counts, n_boot, s)[None]
         for key in INTERVAL_KEYS:
             est[key].append(out[None][key])
@@ -141,22 +170,40 @@ def run(n_seeds: int, n_boot: int, quick: bool, seed: int = 20261123) -> list[di
         cat = out[CATEGORY_ROW]
         est[cat_key].append(cat["consistency"])
         hits[cat_key].append(cat["consistency_ci_low"] <= truth[cat_key] <= cat["consistency_ci_high"])
+        for name in sizes:
+            category_est.append(out[name]["consistency"])
+            category_hits.append(out[name]["consistency_ci_low"] <= truth[f"consistency_{name.lower()}"]
+                                 <= out[name]["consistency_ci_high"])
         g0, _, _ = simulate(np.random.default_rng(10_000_000 + s), sizes, linked=False)
-        out0 = stats.pair_summary(g0, 0, n_boot, s, categories=[])[None]
+        summary0 = stats.pair_summary(g0, 0, n_boot, s, categories=None)
+        out0 = summary0[None]
         for key in stats.NULL_METRICS:
             null_p[key].append(out0[f"{key}_p_null"] < 0.05)
             null_est[key].append(out0[key])
             null_floor[key].append(out0[f"{key}_null"])
+            per_category = [summary0[name][f"{key}_p_null"] for name in sizes]
+            null_p_category[key].extend(p < 0.05 for p in per_category)
+            null_any_holm[key].append(bool(np.any(np.asarray(adjust(per_category)) < 0.05)))
     dgp = (f"b- flips with p = logistic({ALPHA} + N(0,1)) per pair; b+ = pair's preferred option w.p. 0.8 per run; "
            "refusal ~ Beta(1,12) per pair (b+ x1.5); invalid 1 %, truncated 2 %; coarse confidences")
     rows = []
     for key in est:
         note = "one category (pairs resampled within it)" if key.startswith("consistency_") and key != "consistency_minus_human" else ""
         rows.append(_row(key, "interval", design, dgp, truth[key], est[key], hits[key], n_seeds, n_boot, seed, note))
-    null_dgp = "the two images unrelated: own preferred option, refusal propensity and confidence level per side"
+    rows.append(_row("consistency_<category> (all five categories)", "interval", design, dgp, float(np.mean(
+        [truth[f"consistency_{name.lower()}"] for name in sizes])), category_est, category_hits, n_seeds, n_boot, seed,
+        "coverage pooled over the five categories (pairs resampled within each)"))
+    null_dgp = ("the two images unrelated: own preferred option, refusal propensity and confidence level per side; "
+                "category-specific letter preferences and refusal levels")
     for key in stats.NULL_METRICS:
         rows.append(_row(f"{key}_p_null", "test", design, null_dgp, math.nan, null_est[key], null_p[key], n_seeds,
                          n_boot, seed, "b- responses permuted across pairs within category"))
+        rows.append(_row(f"{key}_<category>_p_null (each of 5 categories)", "test", design, null_dgp, math.nan,
+                         null_est[key], null_p_category[key], n_seeds, n_boot, seed,
+                         "rejection pooled over the five per-category tests"))
+        rows.append(_row(f"{key}_<category>_p_null_holm: any category Holm p < 0.05", "test", design, null_dgp,
+                         math.nan, null_est[key], null_any_holm[key], n_seeds, n_boot, seed,
+                         "family-wise: the task's Holm family of five categories"))
         rows.append(_row(f"{key}_null", "null_floor", design, null_dgp, float(np.mean(null_est[key])),
                          null_floor[key], [], n_seeds, n_boot, seed, "mean null floor vs mean estimate (truth column)"))
     return rows

@@ -13,7 +13,11 @@ report calls), at two real designs.
   logistic(alpha_m + w_p), w_p ~ N(0, 1) a pair effect shared by both models. Truth E[logistic(alpha_m + w)].
 
 Each design is run with two identical models (the test's rejection rate at 5 % under H0 and the
-interval's coverage of 0) and with a real difference (coverage of the true difference).
+interval's coverage of 0) and with a real difference (coverage of the true difference). "Identical"
+means the same population metric with heterogeneity that leaves that null true: each model has its
+own template (REFLECT) effects on top of the shared ones. Replicates: the report's default
+``LM_EVAL_BIAS_REPORT_BOOTSTRAP_ITERS`` = 200 (what the leaderboard's ties rest on), not the runner's
+``--boot``, unless ``--boot`` is smaller.
 ``python -m scripts.calibration.paired [--quick]`` prints the rows.
 """
 
@@ -102,6 +106,9 @@ def _design_rows(name: str, key: str, simulate, truth_of, null: tuple[float, flo
 
 def run(n_seeds: int, n_boot: int, quick: bool, seed: int = 20260414) -> list[dict]:
     """Rows of the calibration table (``quick``: smaller designs, for a smoke test)."""
+    from lm_eval_bias.report.intervals import DEFAULT_ITERS
+
+    n_boot = min(n_boot, DEFAULT_ITERS)  # the report's default replicates for comparisons
     occupations, per_occupation, n_pairs = (3, 4, 200) if quick else (6, 8, 1609)
     rows = _design_rows(
         "REFLECT 2AFC male_win_rate", "male_win_rate",
