@@ -7,7 +7,13 @@ the polarity per SSCM term pair in Tables 3-4's layout (genders pooled), vision 
 Fig. 6) and identity vs positional options (Fig. 11). Per-cell significance (docs/vignette.md
 "Per-cell tests"): ``*`` in the PairComp and polarity heatmaps (Holm p < 0.05), PairComp-test,
 log-odds and polarity-test tables; factuality per activity, decisions per question dimension and
-activity-contrast perception tables."""
+activity-contrast perception tables.
+
+Magnitudes (selection / accuracy spreads, mean |polarity|) are printed with their null floor and no
+interval (:data:`lm_eval_bias.vignette.analysis.MAGNITUDE_NO_INTERVAL`); every count or table of
+significant identities comes with its family's power statement (can the design reject at all, MDE at
+80 % power; :func:`lm_eval_bias.vignette.stats.identity_family_power`) and the per-dimension identity
+heterogeneity tests (docs/vignette.md "Identity tests and their power")."""
 
 from __future__ import annotations
 
@@ -20,6 +26,7 @@ from lm_eval_bias.report.intervals import interval, metric
 from lm_eval_bias.report.render import DOUBLE, SINGLE, Headline, Metric, Part, Writer, all_nan, bars, heatmap, note
 from lm_eval_bias.report.runs import TaskRun
 from lm_eval_bias.vignette import stats
+from lm_eval_bias.vignette.analysis import MAGNITUDE_NO_INTERVAL
 from lm_eval_bias.vignette.schema import DIMENSIONS
 
 NAME = "vignette"
@@ -74,6 +81,16 @@ def _clear(m: Metric, run: TaskRun | None = None, key: str = "") -> bool:
     return math.isfinite(m.low) and m.low > 0
 
 
+def _magnitude(run: TaskRun, key: str) -> Metric:
+    """A magnitude key (max − min spread, mean |polarity|) as a :class:`Metric`: the estimate with its
+    null floor and p_null beside it, and never an interval (the task computes none: docs/vignette.md
+    "Magnitudes: estimate and null floor, no interval")."""
+    from dataclasses import replace
+
+    return replace(metric(NAME, run, key, digits=1, unit=" pp"), low=math.nan, high=math.nan, method="",
+                   reason="no interval: none from the task")
+
+
 def _size(run: TaskRun) -> str:
     valid = (run.status_counts() or {}).get("valid")
     return f"{valid} valid answers of {run.n_samples} docs" if valid is not None else f"{run.n_samples} docs"
@@ -89,12 +106,12 @@ def _headline(run: TaskRun, part: Part) -> None:
         text = "recognises what people are doing (factuality)"
         key = _largest(run, "accuracy_spread_")
         if key:
-            more.insert(0, metric(NAME, run, key, digits=1, unit=" pp"))
+            more.insert(0, _magnitude(run, key))
     elif paradigm == "stereotype":
         key = _largest(run, "mean_abs_polarity_")
         if key:
             dimension = key.removeprefix("mean_abs_polarity_")
-            lead = metric(NAME, run, key, digits=1, unit=" pp")
+            lead = _magnitude(run, key)
             text = (f"stereotypes: strongest in {_words(dimension)}" if _clear(lead, run, key) else
                     f"stereotypes: no clear polarity — largest estimate in {_words(dimension)}")
             polarity = _polarity(run)
@@ -110,7 +127,7 @@ def _headline(run: TaskRun, part: Part) -> None:
             rest = key.removeprefix(prefix)
             parameter = next((p for p in PARAMETERS if rest.startswith(p + "_")), None)
             dimension = rest.removeprefix(f"{parameter}_") if parameter else rest
-            lead = metric(NAME, run, key, digits=1, unit=" pp")
+            lead = _magnitude(run, key)
             what = f"perception ('{parameter}' question)" if parameter else DECISIONS.get(paradigm, paradigm)
             text = (f"{what}: largest selection gap in {_words(dimension)}" if _clear(lead, run, key) else
                     f"{what}: no clear selection gap — largest estimate in {_words(dimension)}")
@@ -139,17 +156,18 @@ def _polarity(run: TaskRun):
 
 
 def _spread_figure(runs: list[TaskRun], w: Writer, part: Part, title: str, name: str, series_of) -> None:
-    """Grouped bars of spread keys per dimension with their intervals; ``series_of(run)`` gives
-    {series label: key prefix}."""
-    groups, errors, tasks = {}, {}, []
+    """Grouped bars of spread keys per dimension, each beside its null floor (``<key>_null``: what
+    noise alone gives); no error bars: a max − min has no valid interval (docs/vignette.md
+    "Magnitudes: estimate and null floor, no interval"). ``series_of(run)`` gives {series label: key prefix}."""
+    groups, tasks = {}, []
     for run in runs:
         for label, prefix in series_of(run).items():
             for dimension in DIMENSIONS:
                 key = prefix + dimension
                 if key in run.metrics:
-                    ci = interval(run, key)
                     groups.setdefault(label, {})[_words(dimension)] = run.metrics[key]
-                    errors.setdefault(label, {})[_words(dimension)] = (ci.low, ci.high)
+                    groups.setdefault(f"{label}: null floor", {})[_words(dimension)] = run.metrics.get(f"{key}_null",
+                                                                                                     math.nan)
             tasks.append(run.task)
     present = [d for d in (_words(x) for x in DIMENSIONS) if any(math.isfinite(g.get(d, math.nan)) for g in groups.values())]
     if not present:
@@ -157,12 +175,34 @@ def _spread_figure(runs: list[TaskRun], w: Writer, part: Part, title: str, name:
         return
     groups = {s: {d: v for d, v in g.items() if d in present} for s, g in groups.items()}
     width = DOUBLE if len(present) * len(groups) > 8 else SINGLE
-    fig = bars(groups, title, "percentage points", errors, width=width, height=2.6)
+    fig = bars(groups, title, "percentage points", width=width, height=2.6)
     part.figures.append(w.figure(fig, name, f"{title}: max − min over the dimension's identities (percentage points; 0 = "
-                                            "every identity treated alike), per bias dimension with data; error bars: 95 % "
-                                            "bootstrap intervals (image pairs resampled within dimension); a bar without "
-                                            "one has no interval (reason in the key table).",
+                                            "every identity treated alike), per bias dimension with data, beside its "
+                                            "null floor (the mean spread with the two people of every image pair "
+                                            "label-swapped: what noise alone gives at this design; the key table's "
+                                            "p_null says whether the spread is above it). No error bars: "
+                                            + MAGNITUDE_NO_INTERVAL + ".",
                                  tasks=tasks, wide=width == DOUBLE))
+
+
+def _power_sentences(table: pd.DataFrame, tests: pd.DataFrame, what: str = "identities") -> str:
+    """The identity family's power statement and the per-dimension heterogeneity tests, in words."""
+    from lm_eval_bias.core.aggregation import null_settings
+
+    if "n_contributing" not in tests.columns:  # the paper's Fisher tests only (no image pairs recorded)
+        return ""
+    family = stats.identity_family_power(tests, ALPHA)
+    text = f" Power of the {what} family: {family.statement}."
+    if {"pair_id", "dimension"} <= set(table.columns):
+        n_perm, seed = null_settings()
+        pooled = stats.identity_heterogeneity_tests(table, n_perm, seed, ALPHA)
+        if len(pooled) and n_perm:
+            hits = [_words(d) for d, p in pooled["p_holm"].items() if p < ALPHA]
+            text += (" Pooled per bias dimension (does any identity of the dimension differ from 50 %? pair-level "
+                     "sign flips, Holm over dimensions): "
+                     + (f"rejected in {', '.join(hits)}" if hits else "rejected in no dimension")
+                     + f"; {stats.heterogeneity_family_power(pooled, n_perm, ALPHA).statement}.")
+    return text
 
 
 def _selection_details(run: TaskRun, w: Writer, part: Part, table: pd.DataFrame, label: str) -> None:
@@ -204,7 +244,9 @@ def _selection_details(run: TaskRun, w: Writer, part: Part, table: pd.DataFrame,
                                 "50 %: p_value = pair-level sign-flip test (the two people of an image pair swapped as a "
                                 "unit; calibrated), p_holm = Holm across the identities; p_paper / p_paper_holm = "
                                 "Fisher's exact test against all other identities, every answer independent (the "
-                                "paper's test; rejects too often when answers about one pair are alike).",
+                                "paper's test; rejects too often when answers about one pair are alike). "
+                                "n_contributing: image pairs with a nonzero share of S − 50 (they bound the smallest "
+                                "attainable p); null_sd: sign-flip sd of S − 50 (pp)." + _power_sentences(table, tests),
                                 no_interval="Selection frequencies: no interval (the tests give their significance)."))
 
 
@@ -365,7 +407,9 @@ def _activity_contrast(run: TaskRun, w: Writer, part: Part) -> None:
                                 "as options (mean over the identities asked), share = chosen / offered (percent) with "
                                 "its pair-clustered 95 % interval, p_value: pair-level sign-flip test of S = 50 "
                                 "(the two activities of an image pair swapped), p_holm: Holm over the question's "
-                                "activities (docs/vignette.md#activity-contrast)."))
+                                "activities (docs/vignette.md#activity-contrast). Power per question: "
+                                + "; ".join(f"{q}: {stats.identity_family_power(tests.loc[q], ALPHA).statement}"
+                                            for q in tests.index.get_level_values(0).unique()) + "."))
 
 
 def _decision_questions(run: TaskRun, w: Writer, part: Part, table: pd.DataFrame) -> None:
@@ -382,14 +426,16 @@ def _decision_questions(run: TaskRun, w: Writer, part: Part, table: pd.DataFrame
                                 f"{run.task}: selection frequency S per identity for each decision question "
                                 f"dimension (Sec. 4.4, one roles.json question per dimension); {MARK_LEGEND} "
                                 "(pair-level sign-flip test of S = 50, Holm over the identities of one question "
-                                "dimension; docs/vignette.md#decision-by-question).",
+                                "dimension; docs/vignette.md#decision-by-question). Power per question dimension: "
+                                + "; ".join(f"{q}: {stats.identity_family_power(tests.loc[q], ALPHA).statement}"
+                                            for q in tests.index.get_level_values(0).unique()) + ".",
                                 no_interval="No interval per identity (the test gives its significance)."))
     spreads = frame.groupby(["parameter", "dimension"])["selection_frequency"].agg(lambda v: v.max() - v.min())
     part.details.append(w.table(spreads.unstack("parameter").round(2), f"{run.task}_spread_by_question_dimension",
                                 f"{run.task}: selection spread (max − min S over a bias dimension's identities, "
                                 "percentage points) per decision question dimension.",
-                                no_interval="No interval per cell (the selection_spread_* keys pool the questions "
-                                            "and carry intervals and null floors)."))
+                                no_interval="No interval per cell: a max − min has none (the selection_spread_* "
+                                            "keys pool the questions and carry null floors)."))
 
 
 def sscm_term_pairs(records: list[dict]) -> pd.DataFrame:
@@ -430,7 +476,8 @@ def _term_polarity_tables(run: TaskRun, w: Writer, part: Part, table: pd.DataFra
                                     "'christian woman' -> 'christian person'): 100 x chosen / shown for the positive "
                                     "term minus the same for the negative term, counts pooled over portrait pairs "
                                     f"({len(pooled[pooled['dimension'] == dimension]['identity'].unique())} identities).",
-                                    no_interval="No interval per cell (the mean_abs_polarity keys carry intervals)."))
+                                    no_interval="No interval per cell (the polarity-tests table carries the "
+                                                "per-identity × SSCM-dimension intervals)."))
 
 
 def _paired_decisions(runs: list[TaskRun], w: Writer, part: Part) -> None:

@@ -680,6 +680,13 @@ def identity_heterogeneity_tests(table: pd.DataFrame, n_perm: int, seed: int, al
     n_perm) (exact level for any number of draws; Phipson & Smyth 2010). Dimensions are disjoint sets
     of pairs, so one draw serves all. ``p_holm``: Holm (``method``) across the dimensions.
 
+    Side preference: the sampler places people left or right by draw order, not at random, so a
+    left-side preference b adds +-b to every c_ip without a random sign and inflates sum c^2 (the test
+    becomes conservative: 0 % rejections at b = 0.10 in the calibration). With a ``position`` column
+    (0 left, 1 right; :func:`lm_eval_bias.vignette.analysis.option_table` has it) the overall side
+    preference b_hat = mean(selected of left options) - 1/2 is subtracted first (selected - b_hat for
+    the left person, + b_hat for the right: residuals, as in Freedman & Lane 1983).
+
     Columns: ``n_identities``, ``n_pairs``, ``statistic`` (Q), ``p_value``, ``p_holm``, and
     ``mde_rms_pp``: the root-mean-square departure of the identities' expected S from 50 that the
     test detects with 80 % power at Holm's first step (alpha / dimensions), from Q ~ noncentral
@@ -691,6 +698,10 @@ def identity_heterogeneity_tests(table: pd.DataFrame, n_perm: int, seed: int, al
     t = _need(table, ("pair_id", "dimension"))
     if t.empty:
         return pd.DataFrame(columns=["dimension"] + columns).set_index("dimension")
+    if "position" in t.columns:
+        left = t["position"].to_numpy() == 0
+        side = float(t["selected"].to_numpy(float)[left].mean() - 0.5) if left.any() else 0.0
+        t = t.assign(selected=t["selected"].to_numpy(float) - np.where(left, side, -side))
     design = pair_design(t)
     contrib = identity_contributions(design)
     sd = np.sqrt(np.asarray(contrib.multiply(contrib).sum(axis=0)).ravel())
@@ -749,7 +760,7 @@ def heterogeneity_family_power(tests: pd.DataFrame, n_perm: int, alpha: float = 
     return replace(base, mde=mde, statement=text)
 
 
-def identity_pair_tests(table: pd.DataFrame, method: str = "holm") -> pd.DataFrame:
+def identity_pair_tests(table: pd.DataFrame, method: str = "holm", paper: bool = True) -> pd.DataFrame:
     """Per identity: is it chosen more or less than its partners, respecting that all answers about
     one image pair share the pair (position, images)? Calibrated default for the paper's identity
     significance (Sec. 6, "black hearts").
@@ -761,8 +772,8 @@ def identity_pair_tests(table: pd.DataFrame, method: str = "holm") -> pd.DataFra
     every sign pattern is equally likely, so the p-value is the two-sided sign-flip p: exact
     enumeration up to ``EXACT_SIGN_FLIP_MAX_PAIRS`` pairs, else the normal approximation
     z = sum c / sqrt(sum c^2). ``p_holm``: Holm across the identities (the family). ``p_paper`` /
-    ``p_paper_holm``: :func:`identity_fisher_tests` (every answer independent; not calibrated).
-    ``n_contributing``: pairs with a nonzero contribution c_ip (what bounds the smallest attainable p,
+    ``p_paper_holm``: :func:`identity_fisher_tests` (every answer independent; not calibrated; NaN
+    with ``paper=False``). ``n_contributing``: pairs with a nonzero contribution c_ip (what bounds the smallest attainable p,
     :func:`sign_flip_min_p`); ``null_sd``: sqrt(sum_p c_ip^2), the sign-flip standard deviation of
     S(i) - 50 (percentage points; the per-test standard error of :func:`identity_family_power`).
     Needs ``pair_id`` and ``dimension`` columns (option table of :mod:`lm_eval_bias.vignette.tasks`)."""
@@ -782,9 +793,12 @@ def identity_pair_tests(table: pd.DataFrame, method: str = "holm") -> pd.DataFra
     out = pd.DataFrame(rows, columns=["identity", "dimension", "selection_frequency", "n_pairs", "n_contributing",
                                       "null_sd", "p_value"]).set_index("identity")
     out["p_holm"] = adjust(out["p_value"].to_numpy(), method)
-    fisher = identity_fisher_tests(table, method=method)
-    out["p_paper"] = fisher["p_value"].reindex(out.index)
-    out["p_paper_holm"] = fisher["p_corrected"].reindex(out.index)
+    if paper:
+        fisher = identity_fisher_tests(table, method=method)
+        out["p_paper"] = fisher["p_value"].reindex(out.index)
+        out["p_paper_holm"] = fisher["p_corrected"].reindex(out.index)
+    else:  # the paper's Fisher tests skipped (simulations that do not need them)
+        out["p_paper"] = out["p_paper_holm"] = np.nan
     out["correction"] = method
     return out
 
@@ -1228,11 +1242,13 @@ def activity_contrast_tests(activity_choices: pd.DataFrame, n_boot: int, seed: i
         frame = pd.DataFrame({"parameter": parameter, "selection_frequency": tests["selection_frequency"],
                               "share": 100 * rates["estimate"], "ci_low": 100 * rates["ci_low"],
                               "ci_high": 100 * rates["ci_high"], "n": rates["n"], "n_pairs": tests["n_pairs"],
+                              "n_contributing": tests["n_contributing"], "null_sd": tests["null_sd"],
                               "p_value": tests["p_value"], "p_holm": tests["p_holm"]})
         rows.append(frame.rename_axis("activity").reset_index())
     if not rows:
         return pd.DataFrame(columns=["parameter", "activity", "selection_frequency", "share", "ci_low", "ci_high", "n",
-                                     "n_pairs", "p_value", "p_holm"]).set_index(["parameter", "activity"])
+                                     "n_pairs", "n_contributing", "null_sd", "p_value", "p_holm"]).set_index(
+            ["parameter", "activity"])
     return pd.concat(rows).set_index(["parameter", "activity"])
 
 

@@ -1,0 +1,105 @@
+"""Power statements and the pooled identity heterogeneity test of ``lm_eval_bias.vignette.stats``
+(docs/vignette.md "Identity tests and their power"): values on constructed cases, and one small seeded
+check that the heterogeneity test holds its level and has power."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import chi2, ncx2, norm
+
+from lm_eval_bias.vignette import stats as vg
+
+
+def _choice_table(rows) -> pd.DataFrame:
+    """Option table from (pair, left, right, context, left chosen) tuples, one doc each."""
+    out = []
+    for k, (pair, left, right, context, chose_left) in enumerate(rows):
+        for identity, partner, position, selected in ((left, right, 0, chose_left), (right, left, 1, 1 - chose_left)):
+            out.append({"doc_id": str(k), "pair_id": str(pair), "identity": identity, "partner": partner,
+                        "context": context, "selected": selected, "dimension": "age", "position": position})
+    return pd.DataFrame(out)
+
+
+def test_sign_flip_min_p_is_what_the_test_returns_when_every_pair_agrees():
+    # exact enumeration: only all-plus and all-minus reach |sum| when every sign agrees -> 2 / 2^n
+    assert vg.sign_flip_min_p(0) == 1.0 and vg.sign_flip_min_p(1) == 1.0
+    assert vg.sign_flip_min_p(3) == 0.25 and vg._sign_flip_p(np.ones(3)) == 0.25
+    assert vg.sign_flip_min_p(12) == 2 / 2 ** 12 == vg._sign_flip_p(np.full(12, 7.0))
+    # normal approximation beyond 12 pairs: z = sum |c| / sqrt(sum c^2) <= sqrt(n)
+    assert vg.sign_flip_min_p(15) == pytest.approx(2 * norm.sf(np.sqrt(15)))
+    assert vg._sign_flip_p(np.full(15, 2.0)) == pytest.approx(vg.sign_flip_min_p(15))
+    assert vg._sign_flip_p(np.array([1.0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15])) > vg.sign_flip_min_p(15)
+    # Holm over 329 identities (0.05 / 329) needs 15 contributing pairs
+    assert vg.sign_flip_min_p(14) > 0.05 / 329 > vg.sign_flip_min_p(15)
+
+
+def test_identity_family_power_by_hand():
+    # three identities of one dimension, each pair asked once: A beats B in pairs 0-1, C beats A in 2
+    table = _choice_table([(0, "A", "B", "x", 1), (1, "B", "A", "x", 0), (2, "A", "C", "x", 0)])
+    tests = vg.identity_pair_tests(table)
+    # c_ip = 100 (x - 1/2) / (|A_i| n): A: +50 / 1 per pair... S(A) over one context (x): 100 * 2/3 - 50
+    assert tests.loc["A", "n_contributing"] == 3 and tests.loc["B", "n_contributing"] == 2
+    assert tests.loc["A", "null_sd"] == pytest.approx(np.sqrt(3 * (50 / 3) ** 2))
+    power = vg.identity_family_power(tests)
+    assert power.n_tests == 3 and power.min_attainable_p == 0.25  # A's three pairs: 2 / 2^3
+    assert power.min_attainable_adjusted_p == 0.75 and not power.can_reject
+    stderr = np.median(tests["null_sd"])
+    assert power.mde == pytest.approx((norm.ppf(1 - 0.05 / 3 / 2) + norm.ppf(0.8)) * stderr)
+    assert "cannot reject" in power.statement
+
+
+def test_heterogeneity_test_by_hand_with_exact_enumeration():
+    # two identities, four pairs, each asked 2 questions: the sign-flip null has 2^4 patterns
+    rows = []
+    for pair, (left, right, chosen_left) in enumerate([("A", "B", (1, 1)), ("B", "A", (0, 0)), ("A", "B", (1, 0)),
+                                                       ("B", "A", (0, 1))]):
+        rows += [(pair, left, right, f"q{q}", c) for q, c in enumerate(chosen_left)]
+    table = _choice_table(rows).drop(columns="position")
+    design = vg.pair_design(table)
+    c = vg.identity_contributions(design).toarray()  # pairs x identities (A, B)
+    z = c.sum(axis=0) / np.sqrt((c ** 2).sum(axis=0))
+    q_obs = float((z ** 2).sum())
+    flips = np.array(list(itertools.product([1, -1], repeat=4)))
+    zs = (flips @ c) / np.sqrt((c ** 2).sum(axis=0))
+    exact = float(np.mean((zs ** 2).sum(axis=1) >= q_obs - 1e-9))
+    out = vg.identity_heterogeneity_tests(table, n_perm=20000, seed=3)
+    assert out.loc["age", "statistic"] == pytest.approx(q_obs)
+    assert out.loc["age", "n_identities"] == 2 and out.loc["age", "n_pairs"] == 4
+    assert out.loc["age", "p_value"] == pytest.approx(exact, abs=0.01)  # Monte Carlo error at 20k draws
+    assert vg.identity_heterogeneity_tests(table, n_perm=0, seed=3)["p_value"].isna().all()
+    power = vg.heterogeneity_family_power(out, 20000)
+    assert power.min_attainable_p == pytest.approx(1 / 20001) and power.can_reject
+
+
+def test_chi2_mde_gives_80_percent_power():
+    lam = vg._chi2_mde(10, 0.01)
+    assert ncx2.sf(chi2.isf(0.01, 10), 10, lam) == pytest.approx(0.8, abs=1e-6)
+
+
+def _design_table(rng, theta: np.ndarray, n_pairs: int = 120, side: float = 0.1) -> pd.DataFrame:
+    """Pairs of 12 identities (random partners, sides alternating), 4 questions each, P(left) = 0.5 +
+    side + (theta_L - theta_R) / 2 + pair effect (sd 0.05)."""
+    rows = []
+    for pair in range(n_pairs):
+        a, b = rng.choice(12, size=2, replace=False)
+        left, right = (a, b) if pair % 2 == 0 else (b, a)
+        p = np.clip(0.5 + side + (theta[left] - theta[right]) / 2 + rng.normal(0, 0.05), 0, 1)
+        rows += [(pair, f"id{left}", f"id{right}", f"q{q}", int(rng.random() < p)) for q in range(4)]
+    return _choice_table(rows)
+
+
+def test_heterogeneity_test_holds_its_level_and_detects_a_preference():
+    """Seeded check (30 runs each): under no identity preference with a left-side preference and pair
+    effects, the test rejects at most a few times; with identities' S spread by +-25 pp it rejects
+    in most runs."""
+    null = [vg.identity_heterogeneity_tests(_design_table(np.random.default_rng([1, s]), np.zeros(12)), 199, s)
+            .loc["age", "p_value"] < 0.05 for s in range(30)]
+    assert sum(null) <= 5  # expected 1.5 of 30; P(> 5) < 0.5 % at a true 5 %
+    theta = np.linspace(-0.5, 0.5, 12)
+    planted = [vg.identity_heterogeneity_tests(_design_table(np.random.default_rng([2, s]), theta), 199, s)
+               .loc["age", "p_value"] < 0.05 for s in range(30)]
+    assert sum(planted) >= 24
