@@ -1,25 +1,28 @@
-"""Calibration of the VIGNETTE statistics (``lm_eval_bias.vignette.stats``, the functions the tasks call).
+"""Calibration of the VIGNETTE statistics (``lm_eval_bias.vignette.stats`` and the analysis keys, the
+functions the tasks and the report call).
 
-Designs at the paper's sizes (App. A.2, Table 8), one bias dimension (race/ethnicity/color, 14
-identities, one gender):
+The tasks' own designs (329 identities in 15 gender x bias-dimension strata, :data:`STRATA`, from the
+authors' lists; the seeded budgeted sampler of ``lm_eval_bias.vignette.pairs`` at its default budgets,
+:func:`sample_real_pairs`):
 
-- decision: every identity-contrast pair -- 91 identity pairs x 75 activities = 6,825 image pairs,
-  6 role questions each (Sec. 4.4), the two people placed left/right at random;
-- stereotype: every no-activity portrait pair -- 91 pairs, 60 SSCM terms each (Sec. 4.3); one portrait
-  per identity.
+- ``vignette_decision``: pairs_per_identity 2 -> 658 identity-contrast image pairs x 6 role questions;
+  also at :data:`RECOMMENDED_DECISION_BUDGET` (the budget at which per-identity tests can reject);
+- ``vignette_perception``, one question: 658 identity-contrast + 658 identity-activity pairs;
+- ``vignette_stereotype``, race/ethnicity/color: every portrait pair of each gender (2 x 91) x 60 SSCM
+  terms (exhaustive, as the task).
 
-Answers follow a linear-probability model, P(left chosen) = 0.5 + b + (theta_L - theta_R) / 2 +
-u_pair + (eta_imageL - eta_imageR) / 2 (clipped to [0, 1]): b = left-side preference, u = per-pair
-effect, eta = per-image effect (decision: one image per identity x activity), theta = identity
-preference (zero under the null). For stereotype terms the identity part is +-(delta_L,d - delta_R,d) / 2
-for high / low terms of SSCM dimension d. Truths: S(i) = 50 + 50 (theta_i - mean_{j != i} theta_j),
-polarity(i, d) = 100 (delta_i,d - mean_{j != i} delta_j,d) (balanced full designs; side, pair and
-image effects average out in expectation).
+Heterogeneous nulls: P(left chosen) = 0.5 + side (+0.10) + question/term side (sd 0.05) + per-pair
+effect (sd 0.05) + per-image effect (identity x activity, sd 0.05, half difference) + (theta_L -
+theta_R) / 2, clipped; theta = identity preference, 0 under the null, a grid of root-mean-square values
+within every stratum (:data:`THETA_GRID`: 0, about the pooled test's detection limit, strong).
 
-Rows: rejection rates under no identity preference of the pair-level identity test (any identity
-Holm-significant; and per identity, raw) vs the paper's Fisher test; the null floors' ``p_null``;
-coverage of the pair-bootstrap intervals of ``selection_spread`` and ``mean_abs_polarity`` under
-planted preferences; mean estimate vs null floor for coin-flip answers.
+Rows (``run``): the identity family (Holm over 329) -- family-wise error, whether it can reject at all,
+its MDE -- at the default and the recommended budget; the per-dimension identity heterogeneity tests
+(rejection per test, family-wise over dimensions, power on the grid); the spreads' and mean
+|polarity|'s within-pair ``p_null`` and their estimate vs null floor vs truth on the grid (no interval:
+the task shows none, docs/vignette.md "Magnitudes"); the paper's Fisher test. :func:`cell_rows`: the
+per-cell tests and intervals (PairComp, polarity, log-odds, factuality per activity) at 14 identities
+(one stratum of the paper's sizes).
 """
 
 from __future__ import annotations
@@ -31,7 +34,6 @@ import numpy as np
 import pandas as pd
 
 from lm_eval_bias.vignette import stats as vg
-from scripts.calibration import ROW_FIELDS
 
 N_IDS = 14
 N_ACTIVITIES = 75
@@ -109,133 +111,353 @@ def _truth_polarity(delta: np.ndarray) -> np.ndarray:
     return 100 * (delta - others)
 
 
+# -- the tasks' own designs (329 identities, default budgets) ----------------------------------------------------
+#: Identities per gender x bias dimension in the authors' lists (maledes.csv / femaledes.csv, 167 + 162 = 329;
+#: gender_and_sex has two male descriptors and none female): the strata of lm_eval_bias.vignette.pairs.
+STRATA = {("male", "ability"): 10, ("male", "age"): 9, ("male", "nationality"): 26, ("male", "race_ethnicity_color"): 14,
+          ("male", "physical_traits"): 40, ("male", "religion"): 12, ("male", "socioeconomic"): 54,
+          ("male", "gender_and_sex"): 2, ("female", "ability"): 10, ("female", "age"): 9, ("female", "nationality"): 26,
+          ("female", "race_ethnicity_color"): 14, ("female", "physical_traits"): 37, ("female", "religion"): 12,
+          ("female", "socioeconomic"): 54}
+N_ROLE_ACTIVITIES = 74  # activities with decision questions (roles.json)
+#: heterogeneous null of the real-design rows: side, pair, image (identity x activity) and question-side effects
+REAL_NUISANCE = {"left": 0.10, "pair_sd": 0.05, "image_sd": 0.05, "question_sd": 0.05}
+
+
+def real_identities() -> tuple[np.ndarray, np.ndarray]:
+    """(identity names, bias dimension of each) of the 329 identities, stratum by stratum."""
+    names, dims = [], []
+    for (gender, dim), n in STRATA.items():
+        names += [f"{gender}:{dim}:{k}" for k in range(n)]
+        dims += [dim] * n
+    return np.array(names), np.array(dims)
+
+
+def sample_real_pairs(rng, per_identity: int, n_activities: int = N_ROLE_ACTIVITIES, two_activities: bool = False):
+    """The budgeted sampler of lm_eval_bias.vignette.pairs.sample_pairs (with replacement) on the real
+    strata: every identity is the anchor ``per_identity`` times, its partner uniform among its stratum's
+    other identities, the anchor left on even and right on odd draws of its stratum; activities dealt
+    from a shuffled deck per gender (one activity per person when ``two_activities``). Returns (left,
+    right, left activity, right activity) as identity / activity indices."""
+    left, right, act_l, act_r = [], [], [], []
+    start = 0
+    for gender in ("male", "female"):
+        deck: list[int] = []
+        for (g, _), n in STRATA.items():
+            if g != gender:
+                continue
+            draw = 0
+            for anchor in range(n):
+                for _ in range(per_identity):
+                    partner = rng.integers(0, n - 1)
+                    partner += partner >= anchor
+                    a, b = (anchor, partner) if draw % 2 == 0 else (partner, anchor)
+                    draw += 1
+                    acts = []
+                    for _ in range(2 if two_activities else 1):
+                        if not deck:
+                            deck = list(rng.permutation(n_activities))
+                        acts.append(deck.pop())
+                    left.append(start + a)
+                    right.append(start + b)
+                    act_l.append(acts[0])
+                    act_r.append(acts[-1])
+            start += n
+    return np.array(left), np.array(right), np.array(act_l), np.array(act_r)
+
+
+def real_decision_table(rng, theta: np.ndarray, per_identity: int = 2, questions: int = N_QUESTIONS,
+                        nuisance=REAL_NUISANCE) -> pd.DataFrame:
+    """A ``vignette_decision`` option table at the task's design: :func:`sample_real_pairs` with
+    ``per_identity`` (the default budget is 2), ``questions`` role questions per pair (context = the
+    activity). P(left chosen) = 0.5 + side + question side + (theta_L - theta_R) / 2 + u_pair +
+    (eta_L,a - eta_R,a) / 2, clipped; truth S(i) = 50 + 50 (theta_i - mean of its partners' theta)."""
+    names, dims = real_identities()
+    left, right, act, _ = sample_real_pairs(rng, per_identity)
+    image = rng.normal(0, nuisance["image_sd"], size=(len(names), N_ROLE_ACTIVITIES))
+    q_side = rng.normal(0, nuisance["question_sd"], questions)
+    base = (0.5 + nuisance["left"] + (theta[left] - theta[right]) / 2 + rng.normal(0, nuisance["pair_sd"], left.size)
+            + (image[left, act] - image[right, act]) / 2)
+    q = np.repeat(np.arange(left.size), questions)
+    p = np.clip(base[q] + np.tile(q_side, left.size), 0, 1)
+    chose = (rng.random(q.size) < p).astype(int)
+    n = q.size
+    return pd.DataFrame({"doc_id": np.concatenate([np.arange(n), np.arange(n)]).astype(str),
+                         "pair_id": np.concatenate([q, q]).astype(str),
+                         "identity": np.concatenate([names[left[q]], names[right[q]]]),
+                         "partner": np.concatenate([names[right[q]], names[left[q]]]),
+                         "context": np.concatenate([act[q], act[q]]).astype(str),
+                         "selected": np.concatenate([chose, 1 - chose]),
+                         "dimension": np.concatenate([dims[left[q]], dims[left[q]]]),
+                         "position": np.repeat([0, 1], n)})
+
+
+def real_perception_table(rng, theta: np.ndarray, per_identity: int = 1, nuisance=REAL_NUISANCE) -> pd.DataFrame:
+    """One perception question (``vignette_perception``, e.g. "Who is facing difficulty in {activity}?")
+    at the task's design: identity-contrast pairs (one doc each, asked about the shared activity) and
+    identity-activity pairs (two docs, one per person's activity), ``per_identity`` draws of each
+    (default 1). DGP as :func:`real_decision_table` (no question effect: one question)."""
+    names, dims = real_identities()
+    parts = []
+    for two in (False, True):
+        left, right, al, ar = sample_real_pairs(rng, per_identity, 75, two_activities=two)
+        parts.append((left, right, al, ar, two))
+    rows = []
+    pair0 = 0
+    for left, right, al, ar, two in parts:
+        image = rng.normal(0, nuisance["image_sd"], size=(len(names), 75))
+        u = rng.normal(0, nuisance["pair_sd"], left.size)
+        base = (0.5 + nuisance["left"] + (theta[left] - theta[right]) / 2 + u
+                + (image[left, al] - image[right, ar]) / 2)
+        asked = [al, ar] if two else [al]
+        for ctx in asked:
+            chose = (rng.random(left.size) < np.clip(base, 0, 1)).astype(int)
+            pid = pair0 + np.arange(left.size)
+            rows.append(pd.DataFrame({"pair_id": np.concatenate([pid, pid]).astype(str),
+                                      "identity": np.concatenate([names[left], names[right]]),
+                                      "partner": np.concatenate([names[right], names[left]]),
+                                      "context": np.concatenate([ctx, ctx]).astype(str),
+                                      "selected": np.concatenate([chose, 1 - chose]),
+                                      "dimension": np.concatenate([dims[left], dims[left]]),
+                                      "position": np.repeat([0, 1], left.size)}))
+        pair0 += left.size
+    out = pd.concat(rows, ignore_index=True)
+    out["doc_id"] = np.arange(len(out)) // 2  # not used by the statistics
+    return out
+
+
+def real_theta(rms: float, seed: int = 7) -> np.ndarray:
+    """Identity preferences with root mean square ``rms`` within every stratum (evenly spaced, centred,
+    in a fixed seeded order), so that S(i) - 50 has rms about 50 * rms."""
+    rng = np.random.default_rng(seed)
+    theta = np.zeros(sum(STRATA.values()))
+    start = 0
+    for n in STRATA.values():
+        v = rng.permutation(np.linspace(-1.0, 1.0, n))  # evenly spaced, bounded: few clipped probabilities
+        theta[start:start + n] = rms * v / np.sqrt(np.mean(v ** 2)) if n > 1 else 0.0
+        start += n
+    return theta
+
+
 def _row(quantity, kind, design, dgp, truth, estimates, covered=None, rejected=None, n_seeds=0, n_boot=0, seed=0,
          note="", role="default"):
-    coverage = float(np.mean(covered)) if covered is not None else math.nan
-    rejection = float(np.mean(rejected)) if rejected is not None else math.nan
-    mc = 1.96 * math.sqrt(0.05 * 0.95 / max(n_seeds, 1))
-    if kind == "interval":
-        met = 0.93 - mc <= coverage <= 0.97 + mc
-    elif kind == "test":
-        met = 0.04 - mc <= rejection <= 0.06 + mc
-    else:
-        met = None
-    row = dict(benchmark="vignette", quantity=quantity, kind=kind, design=design, dgp=dgp, truth=truth,
-               mean_estimate=float(np.nanmean(estimates)) if len(estimates) else math.nan, coverage=coverage,
-               rejection_rate=rejection, n_seeds=n_seeds, n_boot=n_boot, seed=seed, target_met=met, note=note, role=role)
-    return {k: row[k] for k in ROW_FIELDS}
+    """:func:`scripts.calibration.rate_row` with the per-seed hits named as coverage or rejection."""
+    from scripts.calibration import rate_row
+
+    hits = covered if covered is not None else (rejected if rejected is not None else [])
+    return rate_row("vignette", quantity, kind, design, dgp, truth, estimates, hits, n_seeds, n_boot, seed, note, role)
 
 
-def _spread_summary(table, n_boot, n_null, seed):
-    design = vg.pair_design(table)
-    return vg.pair_resampled_summary(design, lambda r, o: vg.spread_by_stratum(design, vg.identity_rates(design, r, o)),
-                                     n_boot, n_null, seed, interval="basic", bounds=(0.0, 100.0))
+def real_stereotype_table(rng, delta: np.ndarray, dimension: str = "race_ethnicity_color",
+                          nuisance=REAL_NUISANCE) -> tuple[pd.DataFrame, np.ndarray]:
+    """``vignette_stereotype`` of one bias dimension at the task's design (exhaustive: every portrait
+    pair of each gender's identities once, 60 SSCM terms each; one portrait per identity, so the image
+    effect is the identity's and is left out of the null). ``delta``: identities of the dimension x
+    SSCM dimensions (both genders, stratum by stratum). Returns (table, truth of mean_abs_polarity)."""
+    names, dims = real_identities()
+    ids = np.flatnonzero(dims == dimension)
+    terms = sscm_terms()
+    term_names = np.array(list(terms))
+    sdim = np.array([SSCM.index(terms[t][0]) for t in term_names])
+    sign = np.array([1.0 if terms[t][1] == "high" else -1.0 for t in term_names])
+    left, right, truth = [], [], []
+    offset = 0
+    for (gender, d), n in STRATA.items():
+        if d != dimension:
+            continue
+        i, j = np.triu_indices(n, 1)
+        swap = rng.random(i.size) < 0.5
+        left.append(offset + np.where(swap, j, i))
+        right.append(offset + np.where(swap, i, j))
+        block = delta[offset:offset + n]
+        truth.append(_truth_polarity(block))
+        offset += n
+    left, right = np.concatenate(left), np.concatenate(right)
+    pair = np.repeat(np.arange(left.size), len(term_names))
+    term = np.tile(np.arange(len(term_names)), left.size)
+    q_side = rng.normal(0, nuisance["question_sd"], len(term_names))
+    u = rng.normal(0, nuisance["pair_sd"], left.size)
+    p = (0.5 + nuisance["left"] + u[pair] + q_side[term]
+         + sign[term] * (delta[left[pair], sdim[term]] - delta[right[pair], sdim[term]]) / 2)
+    chose = (rng.random(pair.size) < np.clip(p, 0, 1)).astype(int)
+    n = pair.size
+    table = pd.DataFrame({"doc_id": np.concatenate([np.arange(n), np.arange(n)]).astype(str),
+                          "pair_id": np.concatenate([pair, pair]).astype(str),
+                          "identity": np.concatenate([names[ids[left[pair]]], names[ids[right[pair]]]]),
+                          "partner": np.concatenate([names[ids[right[pair]]], names[ids[left[pair]]]]),
+                          "context": np.concatenate([term_names[term], term_names[term]]),
+                          "selected": np.concatenate([chose, 1 - chose]), "dimension": dimension})
+    return table, float(np.mean(np.abs(np.concatenate(truth))))
 
 
-def _polarity_summary(table, terms, n_boot, n_null, seed):
-    design = vg.pair_design(table)
-    masks = vg.polarity_masks(design, terms)
-    return vg.pair_resampled_summary(
-        design, lambda r, o: vg.mean_abs_polarity_by_stratum(design, vg.polarity_cells(design, r, o, masks)),
-        n_boot, n_null, seed, interval="basic", bounds=(0.0, 100.0))
+def _real_spreads(table: pd.DataFrame, n_null: int, seed: int) -> dict[str, float]:
+    """The task's own selection_spread_<d> keys (estimate, _null, _p_null) through
+    :func:`lm_eval_bias.vignette.analysis._spreads` with ``n_null`` null draws."""
+    from lm_eval_bias.core.aggregation import BOOTSTRAP_SEED_ENV, NULL_ITERS_ENV, environment
+    from lm_eval_bias.vignette.analysis import _spreads
+
+    out: dict[str, float] = {}
+    with environment({NULL_ITERS_ENV: str(n_null), BOOTSTRAP_SEED_ENV: str(seed)}):
+        _spreads(out, table, "selection_spread_")
+    return out
+
+
+#: pairs_per_identity at which the per-identity tests of vignette_decision can reject for most identities
+#: (scripts/calibration/vignette.py "budget" rows; docs/vignette.md "Identity tests and their power")
+RECOMMENDED_DECISION_BUDGET = 12
+#: identity preference grid (root mean square of theta within each stratum; S - 50 has rms about 50 x it):
+#: 0, about the pooled test's detection limit at the default budget, strong
+THETA_GRID = (0.0, 0.2, 0.3)
 
 
 def run(n_seeds: int = 200, n_boot: int = 1000, quick: bool = False, seed: int = 20260101, offset: int = 0) -> list[dict]:
     """The calibration rows; seeds ``offset .. offset + n_seeds - 1`` of each loop (``offset`` splits a
-    full run into parts that run side by side and are averaged)."""
+    full run into parts that run side by side and are averaged). Identity tests, heterogeneity tests,
+    spreads and polarity at the tasks' own designs (329 identities, default budgets); the per-cell rows
+    (:func:`cell_rows`) at 14 identities."""
+    from scripts.calibration import rate_row
+
     n_act = 3 if quick else N_ACTIVITIES
     n_seeds = min(n_seeds, 4) if quick else n_seeds
     n_boot = min(n_boot, 100) if quick else n_boot
-    key = "race_ethnicity_color"
-    dec_design = f"{N_IDS} identities, {N_IDS * (N_IDS - 1) // 2 * n_act} identity-contrast pairs x {N_QUESTIONS} questions"
-    st_design = f"{N_IDS} identities, {N_IDS * (N_IDS - 1) // 2} portrait pairs x {2 * N_TERM_PAIRS} SSCM terms"
-    nuisance = (f"left-side +{NUISANCE['left']:.2f}, per-pair sd {NUISANCE['pair_sd']:.2f}, per-image sd "
-                f"{NUISANCE['image_sd']:.2f} (probability scale)")
+    n_perm = 199 if quick else 999
+    names, dims = real_identities()
+    dim_list = sorted(set(dims))
+    nuisance = ", ".join(f"{k} {'+' if k == 'left' else 'sd '}{v:.2f}" for k, v in REAL_NUISANCE.items())
+    dec = f"vignette_decision: 329 identities, pairs_per_identity 2 (658 image pairs x {N_QUESTIONS} questions)"
     rows = []
-    # -- decision, no identity preference ------------------------------------------------------------------
-    theta0 = np.zeros(N_IDS)
-    any_pair, any_fisher, raw_pair, raw_fisher, p_null, est, floor = [], [], [], [], [], [], []
+
+    def row(quantity, kind, design, dgp, truth, estimates, hits, note="", role="default", boot=0):
+        rows.append(rate_row("vignette", quantity, kind, design, dgp, truth, estimates, hits, n_seeds, boot, seed,
+                             note, role))
+
+    # -- vignette_decision at the default budget: identity tests, heterogeneity tests, spreads ------------------
+    for rms in THETA_GRID:
+        theta = real_theta(rms)
+        fwer, raw, can, mde, het_raw, het_any, het_mde, p_null, est, floor, fisher = ([] for _ in range(11))
+        truth_spread = {}
+        for s in range(offset, offset + n_seeds):
+            rng = np.random.default_rng([seed, 70_000 + int(rms * 1000), s])
+            table = real_decision_table(rng, theta)
+            paper = rms == 0 and s - offset < min(n_seeds, 20)
+            tests = vg.identity_pair_tests(table, paper=paper)
+            power = vg.identity_family_power(tests)
+            fwer.append(bool((tests["p_holm"] < 0.05).any()))
+            raw.append(float((tests["p_value"] < 0.05).mean()))
+            can.append(power.can_reject)
+            mde.append(power.mde)
+            if paper:
+                fisher.append(bool((tests["p_paper_holm"] < 0.05).any()))
+            het = vg.identity_heterogeneity_tests(table, n_perm, seed + s)
+            het_raw.append(float((het["p_value"] < 0.05).mean()))
+            het_any.append(bool((het["p_holm"] < 0.05).any()))
+            het_mde.append(float(np.median(het["mde_rms_pp"])))
+            spreads = _real_spreads(table, n_perm, seed + s)
+            p_null.append(float(np.mean([spreads[f"selection_spread_{d}_p_null"] < 0.05 for d in dim_list])))
+            est.append(spreads["selection_spread_socioeconomic"])
+            floor.append(spreads["selection_spread_socioeconomic_null"])
+            if not truth_spread:  # truth: max - min of S(i) = 50 + 50 (theta_i - mean of its stratum's others)
+                for d in dim_list:
+                    ids = np.flatnonzero(dims == d)
+                    truth_spread[d] = 0.0
+                    for g in ("male", "female"):
+                        sub = [k for k in ids if names[k].startswith(g + ":")]
+                        if len(sub) > 1:
+                            truth_spread[d] = max(truth_spread[d], float(np.ptp(_truth_s(theta[sub]))))
+        dgp = (f"identity preference theta rms {rms:g} per stratum (S - 50 rms about {50 * rms:g} pp); {nuisance} "
+               "(probability scale)")
+        s_rms = 50 * rms
+        if rms == 0:
+            row("identity test (pair-level sign flip), any of 329 identities Holm p < 0.05", "test", dec, dgp, math.nan,
+                [], fwer, note=(f"family-wise error; can_reject in {np.mean(can):.0%} of seeds (best identity's "
+                                f"smallest p vs Holm's 0.05/329); MDE {np.nanmean(mde):.1f} pp of S: cannot reject at "
+                                "this budget, see the budget rows"))
+            row("identity test (pair-level sign flip), per identity p < 0.05", "test", dec, dgp, math.nan, [], raw,
+                note="mean share of the 329 identities; far below 5 %: about 3 contributing pairs an identity, "
+                     "smallest attainable p 2/2^3", role="diagnostic")
+            row("identity test (Fisher, paper), any identity Holm p < 0.05", "test", dec, dgp, math.nan, [], fisher,
+                note=f"paper's test, kept as p_paper; {len(fisher)} seeds", role="paper")
+            row("identity heterogeneity test per bias dimension (p_identity_heterogeneity_<d>), p < 0.05", "test", dec,
+                dgp, math.nan, [], het_raw, note=f"mean share of the 8 dimensions; {n_perm} sign-flip draws", boot=n_perm)
+            row("identity heterogeneity tests, any dimension Holm p < 0.05 (n_dimensions_heterogeneous > 0)", "test",
+                dec, dgp, math.nan, [], het_any, note=f"family-wise error over 8 dimensions; MDE (rms of S - 50) "
+                                                      f"median {np.mean(het_mde):.1f} pp", boot=n_perm)
+            row("selection_spread_<d>_p_null, p < 0.05", "test", dec, dgp, math.nan, [], p_null,
+                note="mean share of the 8 dimensions; within-pair label swaps", boot=n_perm)
+        else:
+            row(f"identity heterogeneity tests, any dimension Holm p < 0.05: power at S rms {s_rms:g} pp", "test", dec,
+                dgp, math.nan, [], het_any, note=f"per dimension: {np.mean(het_raw):.2f} rejected on average",
+                role="diagnostic", boot=n_perm)
+            row(f"identity test, any identity Holm p < 0.05: power at S rms {s_rms:g} pp", "test", dec, dgp, math.nan,
+                [], fwer, note=f"can_reject in {np.mean(can):.0%} of seeds", role="diagnostic")
+        row(f"selection_spread_socioeconomic vs its null floor (truth {truth_spread['socioeconomic']:.1f} pp)",
+            "null_floor", dec, dgp, truth_spread["socioeconomic"], est, [],
+            note=(f"estimate {np.mean(est):.1f} pp, null floor {np.mean(floor):.1f} pp, truth "
+                  f"{truth_spread['socioeconomic']:.1f} pp (linear in theta; extreme pairs' probabilities "
+                  "clipped at the strong truth); no interval shown (docs/vignette.md \"Magnitudes\")"),
+            boot=n_perm)
+    # -- the per-identity tests at the recommended budget ---------------------------------------------------------
+    k = RECOMMENDED_DECISION_BUDGET
+    budget = (f"vignette_decision: 329 identities, pairs_per_identity {k} ({329 * k} image pairs x {N_QUESTIONS} "
+              "questions)")
+    for rms in (0.0, THETA_GRID[-1]):
+        theta = real_theta(rms)
+        fwer, can, mde = [], [], []
+        for s in range(offset, offset + n_seeds):
+            rng = np.random.default_rng([seed, 80_000 + int(rms * 1000), s])
+            tests = vg.identity_pair_tests(real_decision_table(rng, theta, per_identity=k), paper=False)
+            power = vg.identity_family_power(tests)
+            fwer.append(bool((tests["p_holm"] < 0.05).any()))
+            can.append(power.can_reject)
+            mde.append(power.mde)
+        dgp = f"identity preference theta rms {rms:g} per stratum; {nuisance}"
+        row("identity test, any of 329 identities Holm p < 0.05" + ("" if rms == 0 else f": power at S rms {50 * rms:g} pp"),
+            "test", budget, dgp, math.nan, [], fwer, role="default" if rms == 0 else "diagnostic",
+            note=f"can_reject in {np.mean(can):.0%} of seeds; MDE {np.nanmean(mde):.1f} pp of S at Holm's first step")
+    # -- vignette_perception, one question (identity and identity-activity pairs, 1 draw each) ------------------
+    per = "vignette_perception, one question: 329 identities, 658 identity + 658 identity-activity pairs"
+    het_raw, het_any, can = [], [], []
     for s in range(offset, offset + n_seeds):
-        rng = np.random.default_rng([seed, s])
-        table = decision_table(rng, theta0, n_act)
-        tests = vg.identity_pair_tests(table)
-        any_pair.append(bool((tests["p_holm"] < 0.05).any()))
-        any_fisher.append(bool((tests["p_paper_holm"] < 0.05).any()))
-        raw_pair.append(float((tests["p_value"] < 0.05).mean()))
-        raw_fisher.append(float((tests["p_paper"] < 0.05).mean()))
-        res = _spread_summary(table, 0, n_boot, seed + s)
-        p_null.append(res.p_null[key] < 0.05)
-        est.append(res.estimate[key])
-        floor.append(res.null[key])
-    dgp0 = f"no identity preference; {nuisance}"
-    rows += [
-        _row("identity test (pair-level sign flip), any identity Holm p < 0.05", "test", dec_design, dgp0, math.nan, [],
-             rejected=any_pair, n_seeds=n_seeds, seed=seed, note="family-wise; default p_value / p_holm"),
-        _row("identity test (pair-level sign flip), per identity p < 0.05", "test", dec_design, dgp0, math.nan, [],
-             rejected=raw_pair, n_seeds=n_seeds, seed=seed, note="mean share of the 14 identities"),
-        _row("identity test (Fisher, paper), any identity Holm p < 0.05", "test", dec_design, dgp0, math.nan, [],
-             rejected=any_fisher, n_seeds=n_seeds, seed=seed, note="paper's test, kept as p_paper; not calibrated",
-             role="paper"),
-        _row("identity test (Fisher, paper), per identity p < 0.05", "test", dec_design, dgp0, math.nan, [],
-             rejected=raw_fisher, n_seeds=n_seeds, seed=seed, note="paper's test (its hearts are p < 0.05 uncorrected)",
-             role="paper"),
-        _row("selection_spread_race_ethnicity_color_p_null", "test", dec_design, dgp0, math.nan, [], rejected=p_null,
-             n_seeds=n_seeds, n_boot=n_boot, seed=seed, note="within-pair label swaps"),
-        _row("selection_spread_race_ethnicity_color (coin flips vs _null)", "null_floor", dec_design, dgp0, 0.0, est,
-             n_seeds=n_seeds, n_boot=n_boot, seed=seed,
-             note=f"estimate {np.mean(est):.2f} pp vs null floor {np.mean(floor):.2f} pp"),
-    ]
-    # -- decision, planted identity preference -------------------------------------------------------------
-    theta = np.linspace(-0.1, 0.1, N_IDS)
-    truth = float(np.ptp(_truth_s(theta)))
-    covered, est, pair_power, fisher_power = [], [], [], []
-    for s in range(offset, offset + n_seeds):
-        rng = np.random.default_rng([seed, 10_000 + s])
-        table = decision_table(rng, theta, n_act)
-        res = _spread_summary(table, n_boot, 0, seed + s)
-        covered.append(res.ci_low[key] <= truth <= res.ci_high[key])
-        est.append(res.estimate[key])
-        if s - offset < max(5, n_seeds // 10):
-            tests = vg.identity_pair_tests(table)
-            pair_power.append(bool((tests["p_holm"] < 0.05).any()))
-            fisher_power.append(bool((tests["p_paper_holm"] < 0.05).any()))
-    dgp1 = f"identity preference theta evenly -0.10..0.10; {nuisance}"
-    rows.append(_row("selection_spread_race_ethnicity_color", "interval", dec_design, dgp1, truth, est,
-                     covered=covered, n_seeds=n_seeds, n_boot=n_boot, seed=seed,
-                     note=(f"pair bootstrap within dimension, basic 95 % (as the task); power of the identity tests "
-                           f"(any Holm p < 0.05, {len(pair_power)} seeds): pair-level {np.mean(pair_power):.2f}, "
-                           f"Fisher {np.mean(fisher_power):.2f}")))
-    # -- stereotype --------------------------------------------------------------------------------------------
+        rng = np.random.default_rng([seed, 90_000, s])
+        table = real_perception_table(rng, np.zeros(len(names)))
+        het = vg.identity_heterogeneity_tests(table, n_perm, seed + s)
+        het_raw.append(float((het["p_value"] < 0.05).mean()))
+        het_any.append(bool((het["p_holm"] < 0.05).any()))
+        can.append(vg.identity_family_power(vg.identity_pair_tests(table, paper=False)).can_reject)
+    dgp = f"no identity preference; {nuisance}"
+    row("identity heterogeneity test per bias dimension, p < 0.05", "test", per, dgp, math.nan, [], het_raw,
+        note=f"mean share of the 8 dimensions; per-identity family can_reject in {np.mean(can):.0%} of seeds",
+        boot=n_perm)
+    row("identity heterogeneity tests, any dimension Holm p < 0.05", "test", per, dgp, math.nan, [], het_any,
+        note="family-wise error over 8 dimensions", boot=n_perm)
+    # -- vignette_stereotype, race/ethnicity/color (2 x 91 portrait pairs x 60 SSCM terms) ---------------------
+    st = "vignette_stereotype, race_ethnicity_color: 2 x 14 identities, 182 portrait pairs x 60 SSCM terms"
+    n_ids = int(np.sum(dims == "race_ethnicity_color"))
     terms = sscm_terms()
-    delta0 = np.zeros((N_IDS, len(SSCM)))
-    p_null, est, floor = [], [], []
-    for s in range(offset, offset + n_seeds):
-        rng = np.random.default_rng([seed, 20_000 + s])
-        res = _polarity_summary(stereotype_table(rng, delta0), terms, 0, n_boot, seed + s)
-        p_null.append(res.p_null[key] < 0.05)
-        est.append(res.estimate[key])
-        floor.append(res.null[key])
-    dgp0s = (f"no polarity; left-side +{NUISANCE['left']:.2f}, per-pair sd {NUISANCE['pair_sd']:.2f} "
-             "(one portrait per identity: image = identity)")
-    rows += [
-        _row("mean_abs_polarity_race_ethnicity_color_p_null", "test", st_design, dgp0s, math.nan, [], rejected=p_null,
-             n_seeds=n_seeds, n_boot=n_boot, seed=seed, note="within-pair label swaps"),
-        _row("mean_abs_polarity_race_ethnicity_color (coin flips vs _null)", "null_floor", st_design, dgp0s, 0.0, est,
-             n_seeds=n_seeds, n_boot=n_boot, seed=seed,
-             note=f"estimate {np.mean(est):.2f} pp vs null floor {np.mean(floor):.2f} pp"),
-    ]
-    delta = np.random.default_rng(seed).uniform(-0.3, 0.3, size=(N_IDS, len(SSCM)))
-    truth = float(np.mean(np.abs(_truth_polarity(delta))))
-    covered, est = [], []
-    for s in range(offset, offset + n_seeds):
-        rng = np.random.default_rng([seed, 30_000 + s])
-        res = _polarity_summary(stereotype_table(rng, delta), terms, n_boot, 0, seed + s)
-        covered.append(res.ci_low[key] <= truth <= res.ci_high[key])
-        est.append(res.estimate[key])
-    rows.append(_row("mean_abs_polarity_race_ethnicity_color", "interval", st_design,
-                     f"polarity delta ~ U(-0.3, 0.3) per identity x SSCM dimension; {dgp0s.split('; ', 1)[1]}", truth,
-                     est, covered=covered, n_seeds=n_seeds, n_boot=n_boot, seed=seed,
-                     note="pair bootstrap within dimension, basic 95 % (as the task)"))
+    for scale in (0.0, 0.05, 0.3):
+        delta = np.random.default_rng(seed).uniform(-scale, scale, size=(n_ids, len(SSCM)))
+        p_null, est, floor = [], [], []
+        truth = 0.0
+        for s in range(offset, offset + n_seeds):
+            rng = np.random.default_rng([seed, 100_000 + int(scale * 1000), s])
+            table, truth = real_stereotype_table(rng, delta)
+            design = vg.pair_design(table)
+            masks = vg.polarity_masks(design, terms)
+            res = vg.pair_resampled_summary(design, lambda r, o: vg.mean_abs_polarity_by_stratum(
+                design, vg.polarity_cells(design, r, o, masks)), 0, n_perm, seed + s)
+            key = "race_ethnicity_color"
+            p_null.append(res.p_null[key] < 0.05)
+            est.append(res.estimate[key])
+            floor.append(res.null[key])
+        dgp = (f"polarity delta ~ U(-{scale:g}, {scale:g}) per identity x SSCM dimension; left +0.10, pair sd 0.05, "
+               "term-side sd 0.05")
+        if scale == 0:
+            row("mean_abs_polarity_race_ethnicity_color_p_null, p < 0.05", "test", st, dgp, math.nan, [], p_null,
+                note="within-pair label swaps", boot=n_perm)
+        row(f"mean_abs_polarity_race_ethnicity_color vs its null floor (truth {truth:.1f} pp)", "null_floor", st, dgp,
+            truth, est, [], note=(f"estimate {np.mean(est):.1f} pp, null floor {np.mean(floor):.1f} pp, truth "
+                                  f"{truth:.1f} pp; p_null < 0.05 in {np.mean(p_null):.0%}; no interval shown"),
+            boot=n_perm)
     rows += cell_rows(n_seeds, n_boot, n_act, seed, offset)
     return rows
 
