@@ -729,38 +729,31 @@ def summarize_2afc(records: list[dict[str, Any]]):
 
 
 def _twoafc_headline_summary(table, metric_fn, n_boot: int, seed: int, n_null: int):
-    """What :func:`lm_eval_bias.reflect.twoafc.twoafc_summary` (``_summarize_table``) computes for the 2AFC
-    headline keys, with the same functions, seeds and order of random draws: estimates; the
-    template-cluster bootstrap (``_stderr``, ``_ci_low``/``_ci_high``); for Pol and Ext the within-template
-    permutation null of all group labels (``_null``, ``_p_null``) and the interval for the parameter
-    (:func:`lm_eval_bias.core.bootstrap.boundary_aware_interval` with the magnitude's bounds and method,
-    as ``twoafc_inference``). Left out, being analysis keys: the leave-one-template-out stability, the
-    win-rate permutation tests against parity and their Holm column (two further 1,000-permutation nulls:
-    most of the full summary's time), the paper's percentile intervals and the debiased Pol.
-    ``tests/reflect/test_headline_2afc.py`` asserts the headline keys equal the full summary's."""
-    from lm_eval_bias.core.bootstrap import (boundary_aware_interval, bootstrap_replicates, permutation_null,
-                                             permute_groups, template_bootstrap, within_template_permutations)
+    """What :func:`lm_eval_bias.reflect.twoafc.twoafc_summary` computes for the 2AFC headline keys, with
+    the same functions and seeds: ``twoafc``'s own ``_summarize_table`` run *without* permutations
+    (estimates, the template-cluster bootstrap, the magnitudes' intervals, LOTO), then the one
+    permutation null the headline reports, the within-template permutation of all group labels behind
+    Pol's and Ext's null floors (``_null``, ``_p_null``), as ``twoafc_inference`` draws it. Left out,
+    being analysis keys: the win-rate randomization tests against parity and their Holm column (two
+    further ``n_null``-draw nulls over every template: most of the full summary's time). Calling
+    ``_summarize_table`` keeps every interval the one ``twoafc`` defines, whatever its method, as long
+    as no interval reads a permutation null; ``tests/reflect/test_headline_summaries.py`` asserts every
+    headline key equals the full summary's."""
+    from lm_eval_bias.core.bootstrap import permutation_null, permute_groups, within_template_permutations
 
-    totals = {k: v.sum(axis=0) for k, v in table.counts.items()}
-    estimates = metric_fn(totals)
-    replicates = bootstrap_replicates(table.counts, table.strata, metric_fn, n_boot, seed)
-    stderr, ci_low, ci_high = template_bootstrap(table.counts, table.strata, metric_fn, list(estimates), n_boot, seed,
-                                                 replicates=replicates)
+    summary = twoafc_stats._summarize_table(table, metric_fn, n_boot, seed, 0, seed)
     wins = np.asarray(table.counts["wins"], dtype=np.float64)
     T, G = wins.shape[0], wins.shape[1]
     null: dict[str, np.ndarray] = {}
     if n_null and T:
         null = twoafc_stats.wins_metrics_batch(permute_groups(wins, within_template_permutations(T, G, n_null, seed), axes=2))
-    derived: dict[str, float] = {}
     for key in twoafc_stats.NULL_FLOOR_KEYS:
-        res = permutation_null(estimates[key], null.get(key, np.array([])))
-        derived[f"{key}_null"], derived[f"{key}_p_null"] = res.null_mean, res.p_value
-    for key, bounds in twoafc_stats.MAGNITUDE_BOUNDS.items():
-        ci_low[key], ci_high[key] = boundary_aware_interval(estimates[key], replicates.get(key, np.array([])),
-                                                            derived[f"{key}_p_null"], bounds,
-                                                            method=twoafc_stats.MAGNITUDE_METHODS[key])
-    return twoafc_stats.TwoAFCSummary(estimates, stderr, ci_low, ci_high, twoafc_stats.win_rate_matrix(totals["wins"]),
-                                      totals["wins"], len(table.templates), {}, n_boot, seed, derived)
+        res = permutation_null(summary.estimates[key], null.get(key, np.array([])))
+        summary.derived[f"{key}_null"], summary.derived[f"{key}_p_null"] = res.null_mean, res.p_value
+    for key in list(summary.derived):  # computed without permutations: not this summary's numbers
+        if key.startswith("p_"):
+            del summary.derived[key]
+    return summary
 
 
 def _twoafc_calls(records: list[dict[str, Any]]) -> list:
