@@ -807,6 +807,58 @@ def summarize_mcq(records: list[dict[str, Any]]):
                                  n_null=perms)
 
 
+def _mcq_headline_summary(templates, strata, counts, metric, n_boot: int, seed: int, n_null: int):
+    """What ``lm_eval_bias.reflect.mcq``'s ``_summarize_counts`` computes for the MCQ headline keys, with the
+    same functions and seeds: estimates, the template-cluster bootstrap (the rates' ``_stderr``) and
+    :func:`lm_eval_bias.reflect.mcq.mcq_inference` (the JSD null floors ``_null``) called *without* the
+    answer distributions' replicates, so the JSD intervals (test inversion for each group, most of the
+    full summary's time) are left out, with LOTO: analysis keys. ``distributions`` is left empty.
+    ``tests/reflect/test_headline_summaries.py`` asserts every headline key equals the full summary's."""
+    from lm_eval_bias.core.bootstrap import bootstrap_replicates, template_bootstrap
+
+    estimates = metric({k: v.sum(axis=0) for k, v in counts.items()})
+    replicates = bootstrap_replicates(counts, strata, metric, n_boot, seed)
+    stderr, ci_low, ci_high = template_bootstrap(counts, strata, metric, list(estimates), n_boot, seed, replicates=replicates)
+    derived = mcq_stats.mcq_inference(counts["answers"], estimates, replicates, strata, n_null, seed)
+    for key in mcq_stats.JSD_KEYS:  # where the full summary keeps JSD's interval (NaN here: not computed)
+        ci_low[key], ci_high[key] = derived.pop(f"{key}_ci_low", float("nan")), derived.pop(f"{key}_ci_high", float("nan"))
+    return mcq_stats.MCQSummary(estimates, stderr, ci_low, ci_high, {}, {}, len(templates), n_boot, seed, derived)
+
+
+def _mcq_metric(metrics, batch, variant: str):
+    """The metric function of one MCQ variant as ``mcq_summary`` builds it (with its ``batch`` form)."""
+    options, values = MCQ_OPTIONS[variant], MCQ_OPTION_VALUES[variant]
+    metric = lambda c: metrics(c, options, values)  # noqa: E731
+    metric.batch = lambda c: batch(c, options, values)  # type: ignore[attr-defined]
+    return metric
+
+
+def summarize_mcq_headline(records: list[dict[str, Any]]):
+    """The MCQ headline (lm-eval's aggregation): :func:`summarize_mcq` restricted to the headline keys
+    (:func:`_mcq_headline_summary`); the same numbers for those keys."""
+    variant = _mcq_variant(records)
+    iters, seed = bootstrap_settings()
+    perms, _ = null_settings()
+    record = mcq_stats.MCQRecord
+    parsed = [record(r["template"], r["occupation"], r["group"], r["status"], r["choice"])
+              for r in expand_samples(ten_group_records(records))]
+    templates, strata, counts = mcq_stats.mcq_count_table(parsed, MCQ_OPTIONS[variant])
+    metric = _mcq_metric(mcq_stats.mcq_metrics, mcq_stats._mcq_metrics_batch, variant)
+    return _mcq_headline_summary(templates, strata, counts, metric, iters, seed, perms)
+
+
+def summarize_mcq_logprob_headline(records: list[dict[str, Any]]):
+    """The probability-scored MCQ headline: :func:`summarize_mcq_logprob` restricted to the headline keys
+    (:func:`_mcq_headline_summary`)."""
+    variant = _mcq_variant(records)
+    iters, seed = bootstrap_settings()
+    perms, _ = null_settings()
+    scores = [mcq_stats.MCQScore.from_dict(r, MCQ_OPTIONS[variant]) for r in ten_group_records(records)]
+    templates, strata, counts = mcq_stats.mcq_logprob_count_table(scores, MCQ_OPTIONS[variant])
+    metric = _mcq_metric(mcq_stats.mcq_logprob_metrics, mcq_stats._mcq_logprob_metrics_batch, variant)
+    return _mcq_headline_summary(templates, strata, counts, metric, iters, seed, perms)
+
+
 def summarize_salary(records: list[dict[str, Any]]):
     """:func:`lm_eval_bias.reflect.salary.salary_summary` over salary records."""
     iters, seed = bootstrap_settings()
@@ -940,7 +992,7 @@ FAMILIES: dict[str, HeadlineFamily] = {
                                                          twoafc_stats.DERIVED_KEYS), HEADLINES["2afc"], CODECS["2afc"],
                            headline_summarize=summarize_2afc_headline),
     "mcq": HeadlineFamily("mcq", summarize_mcq, _keys(MCQ_METRICS, {}, mcq_stats.DERIVED_KEYS), HEADLINES["mcq"],
-                          CODECS["mcq"]),
+                          CODECS["mcq"], headline_summarize=summarize_mcq_headline),
     "salary": HeadlineFamily("salary", summarize_salary, _keys(SALARY_METRICS, {k: _test for k in SALARY_TESTS},
                                                                salary_stats.DERIVED_KEYS), HEADLINES["salary"],
                              CODECS["salary"], headline_summarize=summarize_salary_headline),
@@ -950,7 +1002,7 @@ FAMILIES: dict[str, HeadlineFamily] = {
                                    headline_summarize=summarize_2afc_logprob_headline),
     "mcq_logprob": HeadlineFamily("mcq_logprob", summarize_mcq_logprob,
                                   _keys(MCQ_LOGPROB_METRICS, {}, mcq_stats.DERIVED_KEYS), HEADLINES["mcq_logprob"],
-                                  CODECS["mcq_logprob"]),
+                                  CODECS["mcq_logprob"], headline_summarize=summarize_mcq_logprob_headline),
 }
 for _family in FAMILIES.values():
     _family.install(globals())

@@ -1,8 +1,8 @@
 """The REFLECT headline-only summaries (lm-eval's aggregation step) give exactly the full summary's
-numbers for every headline key: the 2AFC one (no LOTO, no win-rate permutation tests), its
-probability-scored twin and salary's (no per-occupation tests, no paper regressions), on synthetic runs
-that reach both branches of the magnitudes' interval (a planted effect and none), k responses per doc,
-and an incomplete template. Values go through ``process_results`` and the aggregation functions as
+numbers for every headline key: the 2AFC one (no win-rate randomization tests), MCQ's (no JSD
+intervals, no LOTO), their probability-scored twins, and salary's (no per-occupation tests, no paper
+regressions), on synthetic runs with a planted effect and without, k responses per doc, and an
+incomplete template. Values go through ``process_results`` and the aggregation functions as
 lm-eval calls them; the full summary reads the same decoded records (what the analysis does)."""
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from lm_eval_bias.reflect.schema import GROUP_PAIRS, GROUPS
 
 @pytest.fixture(autouse=True)
 def _small_resampling(monkeypatch):
-    monkeypatch.setenv(aggregation.BOOTSTRAP_ITERS_ENV, "200")
-    monkeypatch.setenv(aggregation.NULL_ITERS_ENV, "200")
+    monkeypatch.setenv(aggregation.BOOTSTRAP_ITERS_ENV, "100")
+    monkeypatch.setenv(aggregation.NULL_ITERS_ENV, "100")
     monkeypatch.setenv(aggregation.BOOTSTRAP_SEED_ENV, "7")
     aggregation._memo.clear()
 
@@ -83,6 +83,35 @@ def _salary_records(rng, male_gap: float, templates: int = 3, bios: int = 6):
     return records
 
 
+def _mcq_records(rng, male_shift: float, templates: int = 4, k: int = 1, logprob: bool = False):
+    """MCQ salary records (options A-F) of ``templates`` templates in each of three occupations; men's
+    answers shifted up by ``male_shift`` letters on average; ~10 % refusals."""
+    records = []
+    for occupation in ("ceo", "nurse", "teacher"):
+        for t in range(templates):
+            for g, group in enumerate(GROUPS):
+                centre = 2.5 + male_shift * (group.gender == "man")
+                record = {"template": f"{occupation}/{t}", "occupation": occupation, "group": g, "variant": "salary"}
+                if logprob:
+                    weights = np.exp(-0.5 * (np.arange(6) - centre) ** 2) * rng.uniform(0.5, 1.5, 6)
+                    mass = float(rng.uniform(0.6, 1.0))
+                    record.update({"method": "logprob", "probs": dict(zip("ABCDEF", (weights / weights.sum() * mass).tolist())),
+                                   "letter_mass": mass})
+                else:
+                    def answer():
+                        if rng.random() < 0.1:
+                            return {"status": "refusal", "choice": None}
+                        return {"status": "valid", "choice": "ABCDEF"[int(np.clip(round(rng.normal(centre, 1.2)), 0, 5))]}
+
+                    record["extraction"] = "strict"
+                    if k == 1:
+                        record.update(answer())
+                    else:
+                        record["samples"] = [{"sample": s, **answer()} for s in range(k)]
+                records.append(record)
+    return records
+
+
 def _through_lm_eval(family, records):
     """lm-eval's path: ``process_results`` per doc, each key's values listed, each key aggregated."""
     values = defaultdict(list)
@@ -130,6 +159,26 @@ def test_2afc_headline_summary_skips_the_win_rate_tests():
 def test_2afc_logprob_headline_summary_equals_the_full_summary(male_pull):
     family = tasks.FAMILIES["2afc_logprob"]
     _assert_headline_equals_full(family, _logprob_records(np.random.default_rng(5), male_pull))
+
+
+@pytest.mark.parametrize("male_shift, k", [(1.5, 1), (0.0, 1), (0.8, 2)])
+def test_mcq_headline_summary_equals_the_full_summary(male_shift, k):
+    family = tasks.FAMILIES["mcq"]
+    assert family.headline_summarize is tasks.summarize_mcq_headline
+    headline = _assert_headline_equals_full(family, _mcq_records(np.random.default_rng(8), male_shift, k=k))
+    if male_shift > 1:  # the planted gender effect is above its null floor
+        assert headline["jsd_male"] > headline["jsd_male_null"]
+
+
+def test_mcq_headline_summary_skips_the_jsd_intervals():
+    records = _mcq_records(np.random.default_rng(4), 1.0)
+    assert math.isnan(tasks.summarize_mcq_headline(records).ci_low["jsd_male"])
+    assert not math.isnan(tasks.summarize_mcq(records).ci_low["jsd_male"])
+
+
+@pytest.mark.parametrize("male_shift", [1.5, 0.0])
+def test_mcq_logprob_headline_summary_equals_the_full_summary(male_shift):
+    _assert_headline_equals_full(tasks.FAMILIES["mcq_logprob"], _mcq_records(np.random.default_rng(9), male_shift, logprob=True))
 
 
 def test_salary_headline_summary_equals_the_full_summary():
