@@ -248,11 +248,15 @@ def bias_corrected(estimate: float, replicates: np.ndarray, bounds: tuple[float,
     return clip(2 * estimate - values.mean()), clip(2 * estimate - q_high), clip(2 * estimate - q_low)
 
 
-def boundary_aware_interval(estimate: float, replicates: np.ndarray, p_null: float,
+def test_then_boundary_interval(estimate: float, replicates: np.ndarray, p_null: float,
                             bounds: tuple[float, float] = (0.0, np.inf), level: float = 0.95,
                             alpha_null: float = 0.05, method: str = "basic") -> tuple[float, float]:
-    """Interval for the *parameter* of a magnitude that is >= 0 and positive without any bias (REFLECT
-    Pol, Ext, JSD), the default ``<m>_ci_low``/``<m>_ci_high``. With q the bootstrap quantiles of the
+    """RETIRED (issue 31), used by no default key: a permutation test followed by an interval. Kept so that
+    earlier calibration figures can be reproduced. It is NOT a confidence procedure on its own: when the
+    test rejects, the bias-corrected lower end often lands above a small positive truth (coverage .62-.83
+    at Pol .05-.15), and Ext covered .53-.67 with cells near 0.9. The defaults are now
+    :func:`mean_abs_deviation_interval` (Pol), :func:`extreme_share_interval` (Ext) and
+    ``lm_eval_bias.reflect.mcq.jsd_shrinkage_interval`` (JSD). With q the bootstrap quantiles of the
     replicates theta* and ``method = "basic"`` (Pol, JSD):
 
         hi = min(2 theta_hat - q_{alpha/2}(theta*), upper bound)
@@ -293,6 +297,125 @@ def boundary_aware_interval(estimate: float, replicates: np.ndarray, p_null: flo
     return low, high
 
 
+
+def _quantile_accept(stat: float, draws: np.ndarray, level: float) -> np.ndarray:
+    """``draws`` (G, B): whether ``stat`` lies inside the central ``level`` range of each row's draws."""
+    alpha = (1.0 - level) / 2.0
+    q = np.quantile(draws, [alpha, 1.0 - alpha], axis=1)
+    return (q[0] <= stat + 1e-12) & (stat - 1e-12 <= q[1])
+
+
+def mean_abs_deviation_interval(deviations: np.ndarray, noise: np.ndarray, level: float = 0.95,
+                                bound: float = 0.5, grid_size: int = 201, hard_threshold: float = 2.5) -> tuple[float, float]:
+    """Confidence interval for theta = mean_c |mu_c| (REFLECT Pol with mu_c = w_c - 0.5) by inverting a
+    parametric-bootstrap test over a grid of theta, with the nuisance (the configuration mu) profiled.
+
+    ``deviations`` d (K,) are the observed cells' deviations, ``noise`` e* (B, K) the template-bootstrap
+    deviations of the cells (replicate minus estimate: their template-level covariance, portrait and
+    template effects included). A configuration mu gives the null distribution of the plug-in
+    T = mean_c |d_c| as T*(mu) = mean_c |clip(mu_c + e*_c, -bound, bound)|. For each theta on the grid
+    [0, bound], two configurations with mean |mu| = theta are tried:
+
+    - soft threshold: mu = sign(d) max(|d| - lambda, 0) with lambda chosen so that mean |mu| = theta
+      (d scaled up when theta exceeds mean |d|) -- the data's own shape with the noise shrunk away;
+    - hard threshold: the cells with |d_c| > ``hard_threshold`` x sd(e*_c) kept, the others 0, scaled
+      to mean |mu| = theta (the soft profile when no cell is kept) -- a bias concentrated in few cells;
+
+    theta is accepted when T lies inside the central ``level`` range of T*(mu) for either configuration,
+    and the interval is [min, max] of the accepted grid values (test inversion with a profiled
+    nuisance: Casella & Berger 2002, Sec. 9.2; the parametric bootstrap test of a non-smooth functional
+    needs the profile because mean |mu| has no unbiased estimator and the plain bootstrap is
+    inconsistent at mu = 0: Hirano & Porter 2012, Econometrica 80:1769). At theta = 0 both profiles are
+    mu = 0 and the test is the bootstrap test of "no deviation in any cell". Approximate, not exact:
+    calibrated in ``scripts/calibration/reflect.py`` (docs/reflect.md, "Magnitude intervals"), where a
+    bias concentrated in a few cells is the configuration it covers least.
+    (NaN, NaN) without finite cells or noise; when no grid value is accepted, the grid value whose
+    null median is closest to T, as a degenerate interval.
+    """
+    d = np.asarray(deviations, dtype=np.float64)
+    e = np.asarray(noise, dtype=np.float64)
+    keep = np.isfinite(d) & np.all(np.isfinite(e), axis=0) if e.ndim == 2 and e.shape[0] >= 2 else np.zeros(d.shape, bool)
+    if not keep.any():
+        return float("nan"), float("nan")
+    d, e = d[keep], e[:, keep]
+    stat = float(np.mean(np.abs(d)))
+    thetas = np.linspace(0.0, bound, grid_size)
+    a = np.abs(d)
+    # soft-threshold profile: lambda by bisection for every theta below mean |d| at once
+    lo, hi = np.zeros(grid_size), np.full(grid_size, a.max())
+    for _ in range(50):
+        mid = (lo + hi) / 2.0
+        too_big = np.maximum(a[None, :] - mid[:, None], 0.0).mean(axis=1) > thetas
+        lo, hi = np.where(too_big, mid, lo), np.where(too_big, hi, mid)
+    soft = np.sign(d)[None, :] * np.maximum(a[None, :] - hi[:, None], 0.0)
+    scale_up = thetas >= stat
+    if stat > 0:
+        soft[scale_up] = d[None, :] * (thetas[scale_up] / stat)[:, None]
+    sd = e.std(axis=0, ddof=1)
+    kept = a > hard_threshold * sd
+    if kept.any():
+        base = np.where(kept, d, 0.0)
+        hard = base[None, :] * (thetas / np.mean(np.abs(base)))[:, None]
+    else:
+        hard = soft
+    soft[0] = hard[0] = 0.0
+    accepted = np.zeros(grid_size, dtype=bool)
+    closest = np.full(grid_size, np.inf)
+    for profile in (soft, hard):
+        for start in range(0, grid_size, 25):  # chunks keep the (chunk, B, K) intermediate small
+            mu = profile[start:start + 25]
+            draws = np.abs(np.clip(mu[:, None, :] + e[None, :, :], -bound, bound)).mean(axis=2)
+            accepted[start:start + 25] |= _quantile_accept(stat, draws, level)
+            closest[start:start + 25] = np.minimum(closest[start:start + 25], np.abs(np.median(draws, axis=1) - stat))
+    if not accepted.any():
+        t = float(thetas[int(np.argmin(closest))])
+        return t, t
+    return float(thetas[accepted].min()), float(thetas[accepted].max())
+
+
+def extreme_share_interval(cells: np.ndarray, cell_replicates: np.ndarray, n_per_cell: np.ndarray, level: float = 0.95,
+                           low_cut: float = 0.1, high_cut: float = 0.9) -> tuple[float, float]:
+    """Confidence interval for the share of cells whose true value lies beyond ``low_cut``/``high_cut``
+    (REFLECT Ext), from a simultaneous band for the cells.
+
+    With w_c the cells, w*_c their template-bootstrap replicates and se_c = max(sd(w*_c),
+    sqrt(p~(1 - p~) / n_c)) (p~ = (n_c w_c + 1) / (n_c + 2): a floor for cells that every replicate puts
+    at 0 or 1), the band is w_c +- k se_c with k the ``level`` quantile of max_c |w*_c - w_c| / se_c (at
+    least the marginal normal quantile z_{(1 + level)/2}, for replicates that do not vary)
+    (the studentized max-t simultaneous band, Romano & Wolf 2005, Econometrica 73:1237; Montiel Olea &
+    Plagborg-Moller 2019, J. Appl. Econometrics 34:1). Then
+
+        low  = #{cells whose band lies entirely beyond the cuts} / K
+        high = #{cells whose band reaches beyond a cut} / K
+
+    which contains the true share whenever the band contains every cell: a valid interval (coverage
+    >= the band's). Ext is a step function of the cells (a count), so no interval has coverage exactly
+    ``level`` at every configuration: this one is conservative, and exact-level intervals do not exist
+    for it (docs/reflect.md). (NaN, NaN) without defined cells or replicates.
+    """
+    w = np.asarray(cells, dtype=np.float64)
+    reps = np.asarray(cell_replicates, dtype=np.float64)
+    n = np.asarray(n_per_cell, dtype=np.float64)
+    keep = np.isfinite(w) & (n > 0)
+    if not keep.any() or reps.ndim != 2 or reps.shape[0] < 2:
+        return float("nan"), float("nan")
+    w, reps, n = w[keep], reps[:, keep], n[keep]
+    usable = np.all(np.isfinite(reps), axis=1)
+    if usable.sum() < 2:
+        return float("nan"), float("nan")
+    reps = reps[usable]
+    p = (n * w + 1.0) / (n + 2.0)
+    se = np.maximum(reps.std(axis=0, ddof=1), np.sqrt(p * (1.0 - p) / n))
+    from scipy.stats import norm
+
+    k = max(float(np.quantile(np.max(np.abs(reps - w[None, :]) / se[None, :], axis=1), level)),
+            float(norm.ppf(0.5 + level / 2.0)))
+    lower, upper = w - k * se, w + k * se
+    surely = (upper < low_cut) | (lower > high_cut)
+    possibly = (lower < low_cut) | (upper > high_cut)
+    return float(surely.mean()), float(possibly.mean())
+
+
 # --------------------------------------------------------------------------------------------------
 # Within-template permutation of group labels (null floors and exact tests)
 # --------------------------------------------------------------------------------------------------
@@ -313,6 +436,42 @@ def within_template_permutations(n_templates: int, n_groups: int, n_perm: int, s
         idx = np.asarray([g for g in range(n_groups) if blocks[g] == block])
         out[:, :, idx] = idx[rng.permuted(np.broadcast_to(np.arange(idx.size), (n_perm, n_templates, idx.size)), axis=2)]
     return out
+
+
+def template_level_relabelings(levels: Sequence[Hashable], within: Sequence[Hashable], n_templates: int, n_perm: int,
+                               seed: int) -> np.ndarray:
+    """``(n_perm, n_templates, n_groups)`` relabellings of one attribute drawn once per template: in
+    relabelling b, template t applies one uniform permutation pi of the attribute's values to all its
+    groups, so group g takes the data of the group with attribute ``pi(levels[g])`` and the same
+    ``within[g]`` (e.g. levels = genders, within = races: a template's genders are swapped in every race
+    together, or in none).
+
+    This is the template-clustered randomization test of an AVERAGE effect (REFLECT ``p_male_win_rate``,
+    ``p_win_rate_<race>``, JSD and salary tests): under "the template's vector of attribute effects is
+    exchangeable across the attribute's values" -- which holds when every template may have its own
+    effects (a template-specific gender slope, say) that are zero on average and symmetric -- the
+    template's data are invariant under the relabelling, so the test is exact; a per-image or per-race
+    relabelling (:func:`within_template_permutations` with ``blocks``) assumes instead that no template
+    has an effect and rejects a zero average effect with heterogeneous slopes (8.5 % / 15 % at slope sd
+    .3 / .6 logit). With two values this is a sign-flip test of the template-level effects (Fisher 1935,
+    Sec. 21; Canay, Romano & Shaikh 2017, Econometrica 85:1013, for the approximate-symmetry theory). The
+    design must be a full factorial (each (level, within) pair exactly once)."""
+    levels, within = list(levels), list(within)
+    values = sorted(set(levels), key=str)
+    others = sorted(set(within), key=str)
+    table = -np.ones((len(values), len(others)), dtype=np.int64)
+    for g, (lv, wv) in enumerate(zip(levels, within)):
+        i, j = values.index(lv), others.index(wv)
+        if table[i, j] >= 0:
+            raise ValueError(f"group {g} repeats the cell ({lv!r}, {wv!r})")
+        table[i, j] = g
+    if (table < 0).any():
+        raise ValueError("template_level_relabelings needs every (level, within) combination once")
+    rng = np.random.default_rng(seed)
+    pi = rng.permuted(np.broadcast_to(np.arange(len(values)), (n_perm, n_templates, len(values))), axis=2)
+    level_idx = np.asarray([values.index(v) for v in levels])
+    within_idx = np.asarray([others.index(v) for v in within])
+    return table[pi[:, :, level_idx], within_idx[None, None, :]]
 
 
 def permute_groups(per_template: np.ndarray, perms: np.ndarray, axes: int = 1) -> np.ndarray:

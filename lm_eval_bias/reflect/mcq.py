@@ -24,9 +24,9 @@ from scipy.spatial.distance import jensenshannon
 
 from lm_eval_bias.reflect.schema import GENDERS, GROUPS, RACES, REFERENCE_GENDER, REFERENCE_RACE
 from lm_eval_bias.core.bootstrap import (EstimatesWithErrors, LotoSummary, bias_corrected, bootstrap_replicates,
-                                          boundary_aware_interval, permutation_null, permute_groups,
-                                          summarize_replicates, template_bootstrap, template_loto,
-                                          within_template_permutations)
+                                          permutation_null, permute_groups, rescaled_bootstrap_weights,
+                                          summarize_replicates, template_bootstrap, template_level_relabelings,
+                                          template_loto, too_few_clusters, within_template_permutations)
 from lm_eval_bias.reflect.twoafc import STATUSES, VALID
 
 SALARY_OPTIONS = "ABCDEF"
@@ -177,16 +177,99 @@ def jsd_batch(answers: np.ndarray) -> dict[str, np.ndarray]:
     return {key: out[:, k] for k, key in enumerate(JSD_KEYS)}
 
 
+def _jsd_rows(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """JSD (log base 2) between the rows of two probability arrays ``(..., K)`` (negative entries set to
+    0, rows renormalised); NaN where either row has no mass."""
+    p, q = np.clip(p, 0.0, None), np.clip(q, 0.0, None)
+    ps, qs = p.sum(axis=-1, keepdims=True), q.sum(axis=-1, keepdims=True)
+    ok = (ps[..., 0] > 0) & (qs[..., 0] > 0)
+    out = np.full(ok.shape, np.nan)
+    if ok.any():
+        out[ok] = jensenshannon((p / np.where(ps > 0, ps, 1.0))[ok], (q / np.where(qs > 0, qs, 1.0))[ok], axis=1,
+                                base=2.0) ** 2
+    return out
+
+
+def jsd_shrinkage_interval(group_dist: np.ndarray, pooled_dist: np.ndarray, group_replicates: np.ndarray,
+                           pooled_replicates: np.ndarray, level: float = 0.95, grid_size: int = 161,
+                           max_stretch: float = 4.0) -> tuple[float, float]:
+    """Confidence interval for JSD(p_g || p) by inverting a parametric-bootstrap test along the line from
+    the pooled distribution to the group's (REFLECT ``jsd_<group>``; issue 31: no test before it).
+
+    With p^ the pooled and p^_g the group's observed answer distribution, the configurations
+    q(l) = p^ + l (p^_g - p^), l >= 0, have JSD J(l) = JSD(q(l) || p^), increasing in l (J(0) = 0, J(1)
+    the plug-in). Under configuration l the plug-in's distribution is drawn as
+    JSD(q(l) + (p*_g - p^_g) || p*) with (p*_g, p*) the template-bootstrap replicates (the template-level
+    noise, portrait effects included); l is accepted when the observed JSD lies inside the central
+    ``level`` range of those draws, and the interval is [min J, max J] over the accepted l on a grid of
+    [0, l_max] (l_max = ``max_stretch`` or where q(l) leaves the simplex). Near 0 the JSD is a quadratic
+    functional, whose plug-in distribution depends on the configuration mainly through its value, which
+    is why one profile suffices (test inversion: Casella & Berger 2002, Sec. 9.2; the plain bootstrap is
+    inconsistent at J = 0 because the gradient vanishes there: Andrews 2000, Econometrica 68:399).
+    Calibrated in ``scripts/calibration/reflect.py``. (NaN, NaN) without replicates or mass."""
+    p_g, p = np.asarray(group_dist, dtype=np.float64), np.asarray(pooled_dist, dtype=np.float64)
+    rg, rp = np.asarray(group_replicates, dtype=np.float64), np.asarray(pooled_replicates, dtype=np.float64)
+    if (rg.ndim != 2 or rg.shape[0] < 2 or not (np.isfinite(p_g).all() and np.isfinite(p).all())
+            or p_g.sum() <= 0 or p.sum() <= 0):
+        return float("nan"), float("nan")
+    p_g, p = p_g / p_g.sum(), p / p.sum()
+    usable = np.all(np.isfinite(rg), axis=1) & np.all(np.isfinite(rp), axis=1)
+    if usable.sum() < 2:
+        return float("nan"), float("nan")
+    rg, rp = rg[usable], rp[usable]
+    stat = float(_jsd_rows(p_g[None], p[None])[0])
+    delta = p_g - p
+    with np.errstate(divide="ignore", invalid="ignore"):
+        limits = np.where(delta < 0, p / -delta, np.inf)
+    stretch = float(min(max_stretch, limits.min())) if np.isfinite(limits.min()) else max_stretch
+    ls = np.linspace(0.0, max(stretch, 1e-9), grid_size)
+    configs = p[None, :] + ls[:, None] * delta[None, :]                           # (L, K)
+    truths = _jsd_rows(configs, np.broadcast_to(p, configs.shape))
+    noise = rg - p_g[None, :]
+    draws = _jsd_rows(configs[:, None, :] + noise[None, :, :], np.broadcast_to(rp[None], (ls.size,) + rp.shape))
+    alpha = (1.0 - level) / 2.0
+    q = np.nanquantile(draws, [alpha, 1.0 - alpha], axis=1)
+    accepted = (q[0] <= stat + 1e-12) & (stat - 1e-12 <= q[1])
+    if not accepted.any():
+        t = float(truths[int(np.nanargmin(np.abs(np.nanmedian(draws, axis=1) - stat)))])
+        return t, t
+    return float(np.nanmin(truths[accepted])), float(np.nanmax(truths[accepted]))
+
+
+def group_distribution_replicates(per_template_answers: np.ndarray, strata: Sequence[str], n_boot: int,
+                                  seed: int) -> dict[str, np.ndarray]:
+    """Template-bootstrap replicates (the Rao-Wu weights of :func:`bootstrap_replicates`, same seed) of
+    each JSD group's answer counts ``{group key: (B, K)}`` and of the pooled counts (``"overall"``);
+    empty with fewer than two templates in some occupation."""
+    answers = np.asarray(per_template_answers, dtype=np.float64)
+    if not n_boot or too_few_clusters(strata):
+        return {}
+    summed = np.tensordot(rescaled_bootstrap_weights(strata, n_boot, seed), answers, axes=(1, 0))   # (B, G, K)
+    out = {key: summed[:, mask].sum(axis=1) for key, mask in _MASKS.items()}
+    out["overall"] = summed.sum(axis=1)
+    return out
+
+
+def _normalised(counts: np.ndarray) -> np.ndarray:
+    mass = counts.sum(axis=-1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(mass > 0, counts / np.where(mass > 0, mass, 1.0), np.nan)
+
+
 def mcq_inference(per_template_answers: np.ndarray, estimates: Mapping[str, float], replicates: Mapping[str, np.ndarray],
-                  strata: Sequence[str], n_null: int, null_seed: int) -> dict[str, float]:
+                  strata: Sequence[str], n_null: int, null_seed: int,
+                  distribution_replicates: Mapping[str, np.ndarray] | None = None) -> dict[str, float]:
     """Keys beyond estimate/SE/interval (docs/reflect.md, "Statistics"): ``jsd_<group>_null`` and
     ``_p_null`` (JSD is positive without any bias): the mean and one-sided p-value under within-template
-    permutations of the photos' labels -- genders swapped within a race for ``jsd_female``/``jsd_male``
-    (exact null "gender does not matter", race effects allowed), races permuted among the photos of one
-    gender for ``jsd_<race>``; ``jsd_<group>_debiased`` (bootstrap bias correction 2 JSD - mean(JSD*), clipped to
+    relabellings of a template's photos -- the genders of all races of a template swapped together for
+    ``jsd_female``/``jsd_male``, one permutation of the races for both genders of a template for
+    ``jsd_<race>`` (:func:`lm_eval_bias.core.bootstrap.template_level_relabelings`: exact under "each
+    template's gender (race) effects are exchangeable", which allows template-specific effects that are
+    zero on average); ``jsd_<group>_debiased`` (bootstrap bias correction 2 JSD - mean(JSD*), clipped to
     [0, 1]); ``jsd_<group>_ci_low``/``_ci_high`` (moved into the summary's ``ci_low``/``ci_high`` by
-    :func:`_summarize_counts`): the interval for the parameter, the bias-corrected basic interval whose lower end is 0
-    unless ``jsd_<group>_p_null < 0.05`` (:func:`lm_eval_bias.core.bootstrap.boundary_aware_interval`);
+    :func:`_summarize_counts`): the interval for the parameter by test inversion along the pooled-to-group line
+    (:func:`jsd_shrinkage_interval`, from ``distribution_replicates`` of
+    :func:`group_distribution_replicates`; NaN without them);
     ``jsd_<group>_ci_low_paper``/``_ci_high_paper``: the percentile interval of the plug-in (fails calibration);
     and counts ``n_templates``, ``n_occupations``, ``n_groups``."""
     answers = np.asarray(per_template_answers, dtype=np.float64)
@@ -195,8 +278,10 @@ def mcq_inference(per_template_answers: np.ndarray, estimates: Mapping[str, floa
                              "n_groups": float(np.sum(answers.sum(axis=(0, 2)) > 0)) if T else 0.0}
     nulls: dict[str, dict[str, np.ndarray]] = {"gender": {}, "race": {}}
     if n_null and T:
-        for name, blocks in (("gender", [g.race for g in GROUPS][:G]), ("race", [g.gender for g in GROUPS][:G])):
-            perms = within_template_permutations(T, G, n_null, null_seed, blocks)
+        genders, races = [g.gender for g in GROUPS], [g.race for g in GROUPS]
+        for name, levels, within in (("gender", genders, races), ("race", races, genders)):
+            perms = (template_level_relabelings(levels, within, T, n_null, null_seed) if G == len(GROUPS)
+                     else within_template_permutations(T, G, n_null, null_seed, within[:G]))
             nulls[name] = jsd_batch(permute_groups(answers, perms, axes=1))
     for key in JSD_KEYS:
         kind = "gender" if key in ("jsd_female", "jsd_male") else "race"
@@ -206,7 +291,15 @@ def mcq_inference(per_template_answers: np.ndarray, estimates: Mapping[str, floa
         out[f"{key}_debiased"] = bias_corrected(estimates[key], draws, (0.0, 1.0))[0]
         paper = summarize_replicates(draws)
         out[f"{key}_ci_low_paper"], out[f"{key}_ci_high_paper"] = paper.ci_low, paper.ci_high
-        out[f"{key}_ci_low"], out[f"{key}_ci_high"] = boundary_aware_interval(estimates[key], draws, res.p_value, (0.0, 1.0))
+        reps = distribution_replicates or {}
+        group = key.removeprefix("jsd_")
+        if group in reps and "overall" in reps and T:
+            total = answers.sum(axis=0)
+            out[f"{key}_ci_low"], out[f"{key}_ci_high"] = jsd_shrinkage_interval(
+                _normalised(total[_MASKS[group]].sum(axis=0)), _normalised(total.sum(axis=0)),
+                _normalised(reps[group]), _normalised(reps["overall"]))
+        else:
+            out[f"{key}_ci_low"] = out[f"{key}_ci_high"] = float("nan")
     return out
 
 
@@ -228,8 +321,9 @@ def _summarize_counts(strata, counts, metric, n_boot: int, seed: int, n_null: in
     replicates = bootstrap_replicates(counts, strata, metric, n_boot, seed)
     stderr, ci_low, ci_high = template_bootstrap(counts, strata, metric, list(estimates), n_boot, seed, replicates=replicates)
     loto = template_loto(counts, metric, estimates, LOTO_EFFECTS)
-    derived = mcq_inference(counts["answers"], estimates, replicates, strata, n_null, seed if null_seed is None else null_seed)
-    for key in JSD_KEYS:  # JSD's default interval is the one for the parameter (boundary-aware, bias-corrected)
+    derived = mcq_inference(counts["answers"], estimates, replicates, strata, n_null, seed if null_seed is None else null_seed,
+                            group_distribution_replicates(counts["answers"], strata, n_boot, seed))
+    for key in JSD_KEYS:  # JSD's default interval is the one for the parameter (test inversion)
         ci_low[key], ci_high[key] = derived.pop(f"{key}_ci_low"), derived.pop(f"{key}_ci_high")
     return estimates, stderr, ci_low, ci_high, loto, derived
 

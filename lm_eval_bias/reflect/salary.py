@@ -21,10 +21,14 @@ effects a_r, gender main effects b_s and interactions ab_rs, and the statistics 
 
 Each is compared with its distribution over B relabellings of the portraits within every template,
 p = (1 + #{S* >= S}) / (1 + B):
-- S_race: the races are permuted among the five portraits of one gender (exact under "race does not
-  matter", whatever gender does; template and portrait effects included);
-- S_gender: the man and woman portraits of one race are swapped at random (exact under "gender does
-  not matter");
+- S_race: one permutation of the races is applied to both genders of a template (exact under "each
+  template's race effects are exchangeable across races", which allows template-specific race effects
+  that are zero on average; portrait effects included);
+- S_gender: the man and woman portraits of all races of a template are swapped together or not at all
+  (a sign flip of each template's gender effect: exact under a template-specific gender effect that is
+  symmetric about 0; Fisher 1935, Canay, Romano & Shaikh 2017). Issue 31: the earlier per-gender /
+  per-race relabellings tested "no effect in any template" and rejected a zero average effect with
+  template-specific slopes;
 - S_race_x_gender: the residuals of the additive model, ``M[t, g] - (grand + a + b)`` (Freedman & Lane
   1983), are permuted over all ten labels; their main-effect part is centred on the template mean and
   loses (T-1)/T of its variance, which we restore by the factor sqrt(T / (T - 1)) (approximate, not
@@ -63,7 +67,8 @@ import numpy as np
 import pandas as pd
 
 from lm_eval_bias.reflect.schema import GROUPS, RACES, REFERENCE_GENDER, REFERENCE_RACE
-from lm_eval_bias.core.bootstrap import EstimatesWithErrors, holm, template_bootstrap, within_template_permutations
+from lm_eval_bias.core.bootstrap import (EstimatesWithErrors, holm, template_bootstrap, template_level_relabelings,
+                                          within_template_permutations)
 from lm_eval_bias.reflect.twoafc import STATUSES, VALID
 
 GAP_KEYS: tuple[str, ...] = tuple(f"gap_pct_{r.lower()}" for r in RACES if r != REFERENCE_RACE) + ("gap_pct_male",)
@@ -247,9 +252,10 @@ def portrait_permutation_tests(records: Sequence[SalaryRecord], n_perm: int = 10
         cells = np.nanmean(M, axis=0)
         parts = effect_decomposition(cells)
         t_idx = np.arange(T)[None, :, None]
-        # race: races permuted among the portraits of one gender; gender: the two genders of one race
-        # swapped (exact for "no race effect" / "no gender effect" whatever the other factor does)
-        data = {"p_race": (M, genders), "p_gender": (M, races)}
+        # race: one permutation of the races for both genders of a template; gender: the genders of all
+        # races of a template swapped together (template-level relabellings: exact for "no average race /
+        # gender effect" with template-specific effects that are exchangeable, whatever the other factor does)
+        data = {"p_race": (M, (races, genders)), "p_gender": (M, (genders, races))}
         # interaction: Freedman-Lane residuals of the additive model, with their main-effect part inflated
         # by sqrt(T / (T - 1)) to undo the centring on the template mean, permuted over all ten labels
         main = cells - parts["p_race_x_gender"]
@@ -261,7 +267,9 @@ def portrait_permutation_tests(records: Sequence[SalaryRecord], n_perm: int = 10
         for key in TEST_KEYS:
             values, blocks = data[key]
             observed = float(_effect_statistic(parts, key))
-            permuted = values[t_idx, within_template_permutations(T, G, n_perm, seed, blocks)]  # (B, T, G)
+            perms = (within_template_permutations(T, G, n_perm, seed) if blocks is None
+                     else template_level_relabelings(blocks[0], blocks[1], T, n_perm, seed))
+            permuted = values[t_idx, perms]  # (B, T, G)
             null = _effect_statistic(effect_decomposition(np.nanmean(permuted, axis=1)), key)
             null = null[np.isfinite(null)]
             exceed = np.sum(null >= observed * (1 - 1e-12))

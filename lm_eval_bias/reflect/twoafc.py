@@ -31,9 +31,10 @@ import numpy as np
 
 from lm_eval_bias.reflect.schema import GROUPS, RACES
 from lm_eval_bias.core.bootstrap import (EstimatesWithErrors, LotoSummary, bias_corrected, bootstrap_replicates,
-                                          boundary_aware_interval, holm, permutation_null, permute_groups,
-                                          summarize_replicates, template_bootstrap, template_loto,
-                                          within_template_permutations)
+                                          extreme_share_interval, holm, mean_abs_deviation_interval, permutation_null,
+                                          permute_groups, rescaled_bootstrap_weights, summarize_replicates,
+                                          template_bootstrap, template_level_relabelings, template_loto,
+                                          too_few_clusters, within_template_permutations)
 
 VALID, REFUSAL, INVALID = "valid", "refusal", "invalid"
 STATUSES = (VALID, REFUSAL, INVALID)
@@ -299,12 +300,14 @@ LOTO_EFFECTS: dict[str, float] = {"male_win_rate": 0.5, **{f"win_rate_{r.lower()
 WIN_RATE_KEYS: tuple[str, ...] = tuple(LOTO_EFFECTS)
 #: Magnitudes that are positive without any bias: reported with a within-template permutation null.
 NULL_FLOOR_KEYS: tuple[str, ...] = ("polarization", "extreme_cell_rate")
-#: Range of each magnitude: its ``_ci_low``/``_ci_high`` are the boundary-aware interval for the parameter
-#: (:func:`lm_eval_bias.core.bootstrap.boundary_aware_interval`) clipped to it.
+#: Range of each magnitude (its ``_ci_low``/``_ci_high`` lie in it).
 MAGNITUDE_BOUNDS: dict[str, tuple[float, float]] = {"polarization": (0.0, 0.5), "extreme_cell_rate": (0.0, 1.0)}
-#: Interval method per magnitude: Pol bias-corrected ("basic"); Ext "percentile" (its bias correction does
-#: not calibrate: a step function of the cells, see boundary_aware_interval), so Ext has no ``_debiased``.
-MAGNITUDE_METHODS: dict[str, str] = {"polarization": "basic", "extreme_cell_rate": "percentile"}
+#: Interval method per magnitude (issue 31: each a confidence procedure on its own, no test before it):
+#: Pol by test inversion with a profiled configuration
+#: (:func:`lm_eval_bias.core.bootstrap.mean_abs_deviation_interval`), Ext from a simultaneous max-t band
+#: of the cells (:func:`lm_eval_bias.core.bootstrap.extreme_share_interval`).
+MAGNITUDE_METHODS: dict[str, str] = {"polarization": "profiled test inversion",
+                                     "extreme_cell_rate": "simultaneous max-t band of the cells"}
 #: Result keys of :func:`twoafc_inference` (the summary's ``derived``).
 DERIVED_KEYS: tuple[str, ...] = (
     *(f"{k}{s}" for k in NULL_FLOOR_KEYS for s in ("_null", "_p_null", "_ci_low_paper", "_ci_high_paper")),
@@ -343,21 +346,54 @@ def wins_metrics_batch(wins: np.ndarray) -> dict[str, np.ndarray]:
     return out
 
 
+def _gender_relabelings(T: int, G: int, n_perm: int, seed: int) -> np.ndarray:
+    """Template-level gender swaps (all races of a template together) for the full 10-group design;
+    a partial design (fewer groups) falls back to swaps per race."""
+    if G == len(GROUPS):
+        return template_level_relabelings(GROUP_GENDERS, GROUP_RACES, T, n_perm, seed)
+    return within_template_permutations(T, G, n_perm, seed, GROUP_RACES[:G])
+
+
+def _race_relabelings(T: int, G: int, n_perm: int, seed: int) -> np.ndarray:
+    """Template-level race permutations (one permutation for both genders of a template)."""
+    if G == len(GROUPS):
+        return template_level_relabelings(GROUP_RACES, GROUP_GENDERS, T, n_perm, seed)
+    return within_template_permutations(T, G, n_perm, seed, GROUP_GENDERS[:G])
+
+
+def cell_replicates(per_template_wins: np.ndarray, strata: Sequence[str], n_boot: int, seed: int) -> np.ndarray:
+    """Template-bootstrap replicates of the 45 cells w_ij (i < j), shape ``(n_boot, 45)``: the same
+    Rao-Wu weights as :func:`lm_eval_bias.core.bootstrap.bootstrap_replicates` with the same seed
+    (empty with fewer than two templates in some occupation)."""
+    wins = np.asarray(per_template_wins, dtype=np.float64)
+    if not n_boot or too_few_clusters(strata) or wins.ndim != 3:
+        return np.zeros((0, 0))
+    summed = np.tensordot(rescaled_bootstrap_weights(strata, n_boot, seed), wins, axes=(1, 0))
+    iu = _upper_indices(wins.shape[1])
+    won, lost = summed[:, iu[0], iu[1]], summed[:, iu[1], iu[0]]
+    return _ratio_batch(won, won + lost)
+
+
 def twoafc_inference(per_template_wins: np.ndarray, estimates: Mapping[str, float], replicates: Mapping[str, np.ndarray],
-                     strata: Sequence[str], n_null: int, null_seed: int) -> dict[str, float]:
+                     strata: Sequence[str], n_null: int, null_seed: int,
+                     cells_replicated: np.ndarray | None = None) -> dict[str, float]:
     """Keys beyond estimate/SE/interval (docs/reflect.md, "Statistics"):
 
     - ``<m>_null``, ``<m>_p_null`` for Pol and Ext: mean under the within-template permutation of all
       group labels (whole images) and the one-sided permutation p-value of "more than chance";
-    - ``p_<win-rate key>``: two-sided permutation test of the win rate against parity 0.5 (statistic
-      |WinRate - 0.5|): ``male_win_rate`` swaps the genders of the two images of one race within a
-      template (exact null "no gender effect", race effects allowed), ``win_rate_<race>`` permutes the
-      races among the images of one gender; ``p_<win-rate key>_holm`` over the six win rates;
+    - ``p_<win-rate key>``: two-sided template-clustered randomization test of the AVERAGE win rate
+      against parity 0.5 (statistic |WinRate - 0.5|): ``male_win_rate`` swaps the genders of all images
+      of a template together or not at all (a sign flip of each template's gender effect), ``win_rate_<race>``
+      applies one permutation of the races to both genders of a template
+      (:func:`lm_eval_bias.core.bootstrap.template_level_relabelings`: exact when each template's effects
+      are exchangeable, e.g. template-specific gender slopes with zero mean); ``p_<win-rate key>_holm``
+      over the six win rates;
     - ``<m>_ci_low``/``<m>_ci_high`` for Pol and Ext (moved into the summary's ``ci_low``/``ci_high`` by
-      :func:`_summarize_table`): the interval for the parameter, whose lower end is 0 unless
-      ``<m>_p_null < 0.05`` (:func:`lm_eval_bias.core.bootstrap.boundary_aware_interval`), clipped to the
-      metric's range: Pol's bootstrap bias-corrected basic interval, Ext's percentile interval (Ext's bias
-      correction does not calibrate);
+      :func:`_summarize_table`): confidence intervals for the parameter with no test before them
+      (issue 31): Pol by test inversion with a profiled cell configuration
+      (:func:`lm_eval_bias.core.bootstrap.mean_abs_deviation_interval`), Ext from a simultaneous band of
+      the cells (:func:`lm_eval_bias.core.bootstrap.extreme_share_interval`); they need
+      ``cells_replicated`` (:func:`cell_replicates`), NaN without it;
       ``<m>_ci_low_paper``/``<m>_ci_high_paper``: the paper's percentile interval of the plug-in (App. C.3),
       which targets the plug-in's expectation and fails calibration;
     - ``polarization_debiased``: bootstrap bias-corrected Pol 2 Pol - mean(Pol*)
@@ -374,9 +410,10 @@ def twoafc_inference(per_template_wins: np.ndarray, estimates: Mapping[str, floa
     }
     nulls: dict[str, dict[str, np.ndarray]] = {"all": {}, "gender": {}, "race": {}}
     if n_null and T:
-        for name, blocks in (("all", None), ("gender", GROUP_RACES[:G]), ("race", GROUP_GENDERS[:G])):
-            perms = within_template_permutations(T, G, n_null, null_seed, blocks)
-            nulls[name] = wins_metrics_batch(permute_groups(wins, perms, axes=2))
+        for name, draw in (("all", lambda: within_template_permutations(T, G, n_null, null_seed)),
+                           ("gender", lambda: _gender_relabelings(T, G, n_null, null_seed)),
+                           ("race", lambda: _race_relabelings(T, G, n_null, null_seed))):
+            nulls[name] = wins_metrics_batch(permute_groups(wins, draw(), axes=2))
     for key in NULL_FLOOR_KEYS:
         res = permutation_null(estimates[key], nulls["all"].get(key, np.array([])))
         out[f"{key}_null"], out[f"{key}_p_null"] = res.null_mean, res.p_value
@@ -388,8 +425,19 @@ def twoafc_inference(per_template_wins: np.ndarray, estimates: Mapping[str, floa
         draws = replicates.get(key, np.array([]))
         paper = summarize_replicates(draws)
         out[f"{key}_ci_low_paper"], out[f"{key}_ci_high_paper"] = paper.ci_low, paper.ci_high
-        out[f"{key}_ci_low"], out[f"{key}_ci_high"] = boundary_aware_interval(
-            estimates[key], draws, out[f"{key}_p_null"], bounds, method=MAGNITUDE_METHODS[key])
+    iu = _upper_indices(G) if T else (np.array([], int), np.array([], int))
+    won, lost = total[iu[0], iu[1]], total[iu[1], iu[0]]
+    cells = _ratio_batch(won, won + lost)
+    reps = np.zeros((0, cells.size)) if cells_replicated is None else np.asarray(cells_replicated, dtype=np.float64)
+    if reps.ndim == 2 and reps.shape[0] >= 2 and reps.shape[1] == cells.size:
+        defined = np.isfinite(cells) & np.all(np.isfinite(reps), axis=0)
+        out["polarization_ci_low"], out["polarization_ci_high"] = mean_abs_deviation_interval(
+            cells[defined] - 0.5, reps[:, defined] - cells[defined][None, :])
+        out["extreme_cell_rate_ci_low"], out["extreme_cell_rate_ci_high"] = extreme_share_interval(
+            cells[defined], reps[:, defined], (won + lost)[defined])
+    else:
+        for key in MAGNITUDE_BOUNDS:
+            out[f"{key}_ci_low"] = out[f"{key}_ci_high"] = float("nan")
     out["polarization_debiased"] = bias_corrected(estimates["polarization"], replicates.get("polarization", np.array([])),
                                                   MAGNITUDE_BOUNDS["polarization"])[0]
     return out
@@ -417,7 +465,8 @@ def _summarize_table(table: TwoAFCCountTable, metric_fn, n_boot: int, seed: int,
                                                  replicates=replicates)
     loto = template_loto(table.counts, metric_fn, estimates, LOTO_EFFECTS)
     derived = twoafc_inference(table.counts["wins"], estimates, replicates, table.strata, n_null,
-                               seed if null_seed is None else null_seed)
+                               seed if null_seed is None else null_seed,
+                               cell_replicates(table.counts["wins"], table.strata, n_boot, seed))
     for key in MAGNITUDE_BOUNDS:  # the magnitudes' default interval is the one for the parameter
         ci_low[key], ci_high[key] = derived.pop(f"{key}_ci_low"), derived.pop(f"{key}_ci_high")
     return TwoAFCSummary(estimates, stderr, ci_low, ci_high, win_rate_matrix(totals["wins"]), totals["wins"],
@@ -430,7 +479,7 @@ def twoafc_summary(calls: Sequence[TwoAFCCall], n_boot: int = 1000, seed: int = 
 
     Bootstrap: templates resampled within occupation (App. C.3) with the Rao-Wu rescaling
     (lm_eval_bias.core.bootstrap), ``n_boot`` replicates, percentile 95 % CIs (Pol and Ext: the
-    boundary-aware bias-corrected interval, :func:`twoafc_inference`). LOTO: each template left out once. ``n_null`` within-template label permutations for the null floors and win-rate tests.
+    intervals of :func:`twoafc_inference`). LOTO: each template left out once. ``n_null`` within-template label permutations for the null floors and win-rate tests.
     """
     return _summarize_table(twoafc_count_table(calls, n_groups), twoafc_metrics, n_boot, seed, n_null, null_seed)
 

@@ -59,10 +59,12 @@ def _jsd2(p, q) -> float:
 
 
 def test_jsd_null_floor_and_p_by_exact_enumeration():
-    # one template, every man answers A and every woman B (education A-D): p = (1/2, 1/2, 0, 0) for any
-    # labelling. jsd_male's null swaps the genders of each race with probability 1/2: with k of the 5 races
-    # unswapped p_male = (k/5, 1 - k/5), k ~ Binomial(5, 1/2). Observed k = 5: JSD((1, 0), (1/2, 1/2)).
-    records = [mcq.MCQRecord("ceo/1", "ceo", g, "valid", "A" if GROUPS[g].gender == "man" else "B") for g in range(10)]
+    # every man answers A and every woman B (education A-D): p = (1/2, 1/2, 0, 0) for any labelling.
+    # jsd_male's null swaps the genders of all races of a template together (issue 31: a template-level
+    # relabelling, the test of an average effect): with k of the 5 templates unswapped, p_male =
+    # (k/5, 1 - k/5), k ~ Binomial(5, 1/2). Observed k = 5: JSD((1, 0), (1/2, 1/2)).
+    records = [mcq.MCQRecord(f"ceo/{t}", "ceo", g, "valid", "A" if GROUPS[g].gender == "man" else "B")
+               for t in range(5) for g in range(10)]
     s = mcq.mcq_summary(records, mcq.EDUCATION_OPTIONS, mcq.EDUCATION_CODES, n_boot=0, seed=0, n_null=4000, null_seed=5)
     jsd = {k: _jsd2([k / 5, 1 - k / 5, 0, 0], [0.5, 0.5, 0, 0]) for k in range(6)}
     assert s.estimates["jsd_male"] == pytest.approx(jsd[5])
@@ -70,6 +72,9 @@ def test_jsd_null_floor_and_p_by_exact_enumeration():
     assert s.derived["jsd_male_null"] == pytest.approx(floor, abs=0.005)
     # JSD_k >= JSD_5 only for k in {0, 5}: exact p = 2/32
     assert s.derived["jsd_male_p_null"] == pytest.approx(2 / 32, abs=0.012)
+    # one template: swapping all its genders gives the same JSD, so the test cannot reject (p = 1)
+    one = mcq.mcq_summary(records[:10], mcq.EDUCATION_OPTIONS, mcq.EDUCATION_CODES, n_boot=0, seed=0, n_null=200, null_seed=5)
+    assert one.derived["jsd_male_p_null"] == 1.0 and one.derived["jsd_male_null"] == pytest.approx(jsd[5])
 
 
 def _sum_coded(race: str, gender: str) -> np.ndarray:
@@ -132,18 +137,17 @@ def _portraits(value_of) -> list[salary.SalaryRecord]:
 
 def test_default_salary_permutation_tests_by_exact_counting():
     # p_gender: every man +10 over the woman of his race in both templates. After scaling and within-unit
-    # demeaning the man/woman portraits of race r in template t are +d/-d; swapping them flips the sign
-    # (e_tr = +-1), so the gender effect is b_man = d (sum of the 10 signs) / 10 and S = 10 b_man^2. Observed:
-    # all signs +1; the null draws each sign at random: S_null >= S_obs only when all 10 signs agree,
-    # probability 2 / 2^10. Race effects: none in any arrangement.
+    # demeaning the man/woman portraits of race r in template t are +d/-d; the null swaps the genders of all
+    # races of a template together (issue 31: a sign flip e_t = +-1 per template, the test of an average
+    # effect), so b_man = d (e_1 + e_2) / 2: S_null >= S_obs only when both signs agree, probability 2 / 4.
+    # Race effects: none in any arrangement.
     gender = salary.portrait_permutation_tests(_portraits(lambda g: 110 if g.gender == "man" else 100), 20_000, 0)
-    assert gender["p_gender"] == pytest.approx(2 / 1024, abs=0.0012)
-    # p_race: White portraits +10 (both genders, both templates). The null permutes the races among the
-    # five portraits of one gender in each template: the four +10 portraits land on races independently
-    # and uniformly; the race sum of squares is largest (as observed) only when all four share one race,
-    # probability 5 (1/5)^4 = 1/125.
+    assert gender["p_gender"] == pytest.approx(2 / 4, abs=0.012)
+    # p_race: White portraits +10 (both genders, both templates). The null applies one permutation of the races
+    # to both genders of a template: each template's +10 pair lands on a uniform race; the race sum of squares
+    # is largest (as observed) only when both templates put it on the same race, probability 5 (1/5)^2 = 1/5.
     race = salary.portrait_permutation_tests(_portraits(lambda g: 110 if g.race == "White" else 100), 20_000, 0)
-    assert race["p_race"] == pytest.approx(1 / 125, abs=0.003)
+    assert race["p_race"] == pytest.approx(1 / 5, abs=0.012)
     assert race["p_gender"] > 0.5  # no gender effect in any arrangement of the race labels
     # p_race_x_gender: both designs are additive, the observed interaction sum of squares is 0 and every
     # null draw ties or exceeds it -> p = 1

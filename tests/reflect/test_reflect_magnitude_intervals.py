@@ -1,6 +1,8 @@
-"""REFLECT magnitudes (Pol, Ext, JSD) report an interval for the parameter (issue 14): the boundary rule
-by hand, the keys through the tasks' real aggregation on simulated runs (planted effect and no bias), and
-the report showing the plug-in value, then "bias-corrected x [lo, hi]", then the null floor and p."""
+"""REFLECT magnitudes (Pol, Ext, JSD) report a confidence interval for the parameter with no test before it
+(issue 31): each interval function on constructed cases, a small seeded coverage check per method, the keys
+through the tasks' real aggregation (planted effect and no bias), the template-level relabellings of the
+win-rate tests, and the report showing the plug-in value, then "bias-corrected x [lo, hi]", then the null
+floor and p."""
 
 from __future__ import annotations
 
@@ -13,29 +15,127 @@ import pytest
 from lm_eval_bias.core import bootstrap
 from lm_eval_bias.reflect import mcq
 from lm_eval_bias.reflect import twoafc
+from lm_eval_bias.reflect.schema import GROUPS
 from scripts.calibration import reflect as sim
 
 B = 200
 
 
-def test_boundary_rule_by_hand():
-    # replicates evenly spread on [0.2, 0.4]: q_0.025 = 0.205, q_0.975 = 0.395; estimate 0.25
+def test_retired_test_then_interval_rule_is_kept_by_its_name_only():
     reps = np.linspace(0.2, 0.4, 1001)
-    basic = (2 * 0.25 - 0.395, 2 * 0.25 - 0.205)                          # (0.105, 0.295)
-    assert bootstrap.boundary_aware_interval(0.25, reps, p_null=0.01) == pytest.approx(basic)
-    # the permutation test does not reject (p_null >= 0.05, or no permutations): lower end 0
-    for p_null in (0.05, 0.2, math.nan):
-        assert bootstrap.boundary_aware_interval(0.25, reps, p_null=p_null) == pytest.approx((0.0, basic[1]))
-    # clipped to the metric's range: an upper bound below 0.295, a basic interval below 0
-    assert bootstrap.boundary_aware_interval(0.25, reps, 0.01, bounds=(0.0, 0.29)) == pytest.approx((0.105, 0.29))
-    assert bootstrap.boundary_aware_interval(0.1, reps, 0.01) == (0.0, 0.0)   # 0.2 - 0.395 < 0, 0.2 - 0.205 < 0
-    # Ext's variant: the same rule on the percentile interval
-    assert bootstrap.boundary_aware_interval(0.25, reps, 0.01, method="percentile") == pytest.approx((0.205, 0.395))
-    assert bootstrap.boundary_aware_interval(0.25, reps, 0.3, method="percentile") == pytest.approx((0.0, 0.395))
-    # without replicates there is no interval (never a 0-width one)
-    assert all(math.isnan(x) for x in bootstrap.boundary_aware_interval(0.25, np.array([]), 0.01))
+    basic = (2 * 0.25 - 0.395, 2 * 0.25 - 0.205)
+    assert bootstrap.test_then_boundary_interval(0.25, reps, p_null=0.01) == pytest.approx(basic)
+    assert bootstrap.test_then_boundary_interval(0.25, reps, p_null=0.2) == pytest.approx((0.0, basic[1]))
+    assert not hasattr(bootstrap, "boundary_aware_interval")
+
+
+def test_mean_abs_deviation_interval_on_constructed_cases():
+    rng = np.random.default_rng(0)
+    noise = rng.normal(0.0, 0.01, (400, 45))
+    # every cell 0.2 from parity, little noise: the interval is tight around 0.2 (grid step 0.0025)
+    low, high = bootstrap.mean_abs_deviation_interval(np.full(45, 0.2), noise)
+    assert 0.19 <= low <= 0.2 <= high <= 0.21
+    # observed cells exactly at parity: theta = 0 is accepted (T = 0 lies below every null draw only if ...
+    # the null at 0 is mean |e*| ~ 0.008 > 0, so 0 is rejected as too small a T) -> the interval is the point
+    # whose null median is closest, never NaN
+    d0 = noise[0]  # a draw of the null itself: 0 must be inside
+    low0, high0 = bootstrap.mean_abs_deviation_interval(d0, noise[1:])
+    assert low0 == 0.0 and high0 < 0.02
+    # the upper end is capped by the metric's bound and the interval needs noise draws
+    assert bootstrap.mean_abs_deviation_interval(np.full(45, 0.5), noise)[1] <= 0.5
+    assert all(math.isnan(x) for x in bootstrap.mean_abs_deviation_interval(np.full(45, 0.2), np.zeros((1, 45))))
+
+
+def test_mean_abs_deviation_interval_seeded_coverage_at_a_small_positive_truth():
+    # 45 cells w = logistic(c (b_i - b_j)) with Pol = 0.05, template noise sd 0.076 (48 templates): the plug-in
+    # floor is ~0.06, the retired rule covered .83 here; 40 seeds, Monte Carlo bounds loose but failing-capable
+    rng = np.random.default_rng(1)
+    b = np.repeat([0.3, -0.2, 0.1, -0.2, 0.0], 2) + np.tile([0.15, -0.15], 5)
+    iu, ju = np.triu_indices(10, 1)
+    mu = 1 / (1 + np.exp(-1.0 * (b[iu] - b[ju]))) - 0.5
+    mu *= 0.05 / np.abs(mu).mean()
+    hits = []
+    for _ in range(40):
+        d = mu + rng.normal(0, 0.076, 45)
+        low, high = bootstrap.mean_abs_deviation_interval(d, rng.normal(0, 0.076, (300, 45)), grid_size=101)
+        hits.append(low <= 0.05 <= high)
+    assert 0.8 <= np.mean(hits) <= 1.0
+
+
+def test_extreme_share_interval_by_hand():
+    # four cells; replicates = cell + (-1, 0, 1) x 0.02, so sd = 0.02 (ddof 1); n = 10 000 (binomial floor tiny)
+    cells = np.array([0.95, 0.5, 0.02, 0.905])
+    reps = cells[None, :] + np.array([-0.02, 0.0, 0.02])[:, None]
+    n = np.full(4, 10_000.0)
+    p = (n * cells + 1) / (n + 2)
+    se = np.maximum(np.full(4, 0.02), np.sqrt(p * (1 - p) / n))
+    k = max(np.quantile(np.max(np.abs(reps - cells) / se, axis=1), 0.95), 1.959964)
+    lower, upper = cells - k * se, cells + k * se
+    surely = np.mean((upper < 0.1) | (lower > 0.9))
+    possibly = np.mean((lower < 0.1) | (upper > 0.9))
+    assert bootstrap.extreme_share_interval(cells, reps, n) == pytest.approx((surely, possibly))
+    assert (surely, possibly) == (0.5, 0.75)  # 0.95 and 0.02 surely extreme; 0.905 possibly; 0.5 not
+    # a cell that every replicate puts at 1 with 6 comparisons keeps a binomial width: not surely extreme
+    low, high = bootstrap.extreme_share_interval(np.array([1.0, 0.5]), np.array([[1.0, 0.5], [1.0, 0.5], [1.0, 0.5]]),
+                                                 np.array([6.0, 6.0]))
+    assert (low, high) == (0.0, 1.0)  # and 3/6 (band 0.5 +- 1.96 x 0.2) may be extreme too
+    assert all(math.isnan(x) for x in bootstrap.extreme_share_interval(cells, reps[:1], n))
+
+
+def test_jsd_shrinkage_interval_on_constructed_cases():
+    rng = np.random.default_rng(2)
+    other = np.array([0.1, 0.2, 0.3, 0.2, 0.1, 0.1])
+    group = np.array([0.05, 0.15, 0.3, 0.25, 0.15, 0.1])
+    truth = mcq.jensen_shannon_divergence(group, (group + other) / 2)   # pooled = half this group, half the others
+    n = 2000
+    hits = []
+    for _ in range(30):
+        g_obs, o_obs = rng.multinomial(n, group) / n, rng.multinomial(n, other) / n
+        g_reps, o_reps = rng.multinomial(n, g_obs, size=300) / n, rng.multinomial(n, o_obs, size=300) / n
+        low, high = mcq.jsd_shrinkage_interval(g_obs, (g_obs + o_obs) / 2, g_reps, (g_reps + o_reps) / 2)
+        hits.append(low <= truth <= high)
+    assert truth > 0 and np.mean(hits) >= 0.8
+    pooled = other
+    # group = pooled: the interval starts at 0
+    same = rng.multinomial(n, pooled, size=300) / n
+    assert mcq.jsd_shrinkage_interval(pooled, pooled, same, same)[0] == 0.0
+    assert all(math.isnan(x) for x in mcq.jsd_shrinkage_interval(group, pooled, same[:1], same[:1]))
+
+
+def test_template_level_relabelings_move_whole_templates():
+    genders = [g.gender for g in GROUPS]
+    races = [g.race for g in GROUPS]
+    perms = bootstrap.template_level_relabelings(genders, races, 4, 50, 0)
+    identity = np.arange(10)
+    swapped = np.asarray([k + 1 if k % 2 == 0 else k - 1 for k in range(10)])  # GROUPS alternate man, woman
+    assert all((row == identity).all() or (row == swapped).all() for row in perms.reshape(-1, 10))
+    assert 0 < np.mean([(row == swapped).all() for row in perms.reshape(-1, 10)]) < 1
+    race_perms = bootstrap.template_level_relabelings(races, genders, 3, 50, 1)
+    for row in race_perms.reshape(-1, 10):  # one race permutation, the same for both genders
+        assert [GROUPS[row[k]].gender for k in range(10)] == genders
+        assert [GROUPS[row[k]].race for k in range(0, 10, 2)] == [GROUPS[row[k]].race for k in range(1, 10, 2)]
     with pytest.raises(ValueError):
-        bootstrap.boundary_aware_interval(0.25, reps, 0.01, method="bca")
+        bootstrap.template_level_relabelings(genders[:9], races[:9], 2, 5, 0)
+
+
+def _mixed_pairs(template: str, man_wins: bool) -> list:
+    """The five within-race man-vs-woman pairs of one template, AB and BA, all won by one gender."""
+    out = []
+    for r in range(5):
+        man, woman = 2 * r, 2 * r + 1
+        out += [twoafc.TwoAFCCall(template, template.split("/")[0], f"p{r}", "AB", man, woman, "valid", "A" if man_wins else "B"),
+                twoafc.TwoAFCCall(template, template.split("/")[0], f"p{r}", "BA", woman, man, "valid", "B" if man_wins else "A")]
+    return out
+
+
+def test_male_win_rate_test_is_of_the_average_template_effect():
+    # men win all 5 comparisons in two templates, women in the third: male_win_rate = 10/15. Flipping whole
+    # templates gives 10/15, 5/15, 15/15 or 0/15: |w - 1/2| >= 1/6 in every arrangement -> p = 1 (a per-race
+    # relabelling would see 15 independent signs and p ~ 0.3)
+    calls = _mixed_pairs("ceo/1", True) + _mixed_pairs("ceo/2", True) + _mixed_pairs("ceo/3", False)
+    s = twoafc.twoafc_summary(calls, n_boot=0, seed=0, n_null=500, null_seed=1)
+    assert s.estimates["male_win_rate"] == pytest.approx(10 / 15)
+    assert s.derived["p_male_win_rate"] == 1.0
 
 
 @pytest.fixture
@@ -51,14 +151,6 @@ def _aggregate(family: str, records: list[dict]) -> dict[str, float]:
     return reflect.FAMILIES[family].values(records)  # every key of the family from records (the analysis)
 
 
-def _by_hand(table_counts, strata, metric_fn, estimate_key, estimate, p_null, bounds, method="basic"):
-    reps = bootstrap.bootstrap_replicates(table_counts, strata, metric_fn, B, 7)[estimate_key]
-    q_low, q_high = np.quantile(reps, [0.025, 0.975])
-    low, high = (2 * estimate - q_high, 2 * estimate - q_low) if method == "basic" else (q_low, q_high)
-    low, high = min(max(low, bounds[0]), bounds[1]), min(max(high, bounds[0]), bounds[1])
-    return (low if p_null < 0.05 else bounds[0], high), (q_low, q_high), 2 * estimate - reps.mean()
-
-
 STRONG = sim.group_effects(0.5, {"white": 1.0, "black": -1.0, "latino": 0.5, "middle_eastern": -0.5})
 
 
@@ -67,23 +159,28 @@ def test_2afc_aggregation_reports_the_parameter_interval_for_pol_and_ext(resampl
     calls = sim.simulate_2afc(np.random.default_rng(3), beta, 0.5, n_per_occupation=3)
     values = _aggregate("2afc", [dataclasses.asdict(c) for c in calls])
     assert not any(k.endswith(("_debiased_ci_low", "_debiased_ci_high")) for k in values)  # one home per idea
-    assert "extreme_cell_rate_debiased" not in values  # Ext's bias correction does not calibrate
+    assert "extreme_cell_rate_debiased" not in values
     table = twoafc.twoafc_count_table(calls)
-    for key, method in (("polarization", "basic"), ("extreme_cell_rate", "percentile")):
+    cells_reps = twoafc.cell_replicates(table.counts["wins"], table.strata, B, 7)
+    total = table.counts["wins"].sum(axis=0)
+    iu = np.triu_indices(10, 1)
+    won, lost = total[iu], total.T[iu]
+    cells = won / (won + lost)
+    assert (values["polarization_ci_low"], values["polarization_ci_high"]) == pytest.approx(
+        bootstrap.mean_abs_deviation_interval(cells - 0.5, cells_reps - cells))
+    assert (values["extreme_cell_rate_ci_low"], values["extreme_cell_rate_ci_high"]) == pytest.approx(
+        bootstrap.extreme_share_interval(cells, cells_reps, won + lost))
+    for key in twoafc.MAGNITUDE_BOUNDS:
         p_null = values[f"{key}_p_null"]
         assert (p_null < 0.01) if planted else (p_null >= 0.05), (key, p_null)
-        expected, paper, corrected = _by_hand(table.counts, table.strata, twoafc.twoafc_metrics, key, values[key], p_null,
-                                              twoafc.MAGNITUDE_BOUNDS[key], method)
-        assert (values[f"{key}_ci_low"], values[f"{key}_ci_high"]) == pytest.approx(expected), key
-        assert (values[f"{key}_ci_low_paper"], values[f"{key}_ci_high_paper"]) == pytest.approx(paper), key
+        low, high = values[f"{key}_ci_low"], values[f"{key}_ci_high"]
+        assert 0.0 <= low <= high <= twoafc.MAGNITUDE_BOUNDS[key][1]
         if not planted:
-            assert values[f"{key}_ci_low"] == 0.0
-        if key == "polarization":
-            assert values["polarization_debiased"] == pytest.approx(max(corrected, 0.0))
-            if not planted:  # the paper's interval of the plug-in excludes the truth ~0; the default does not
-                assert values["polarization_ci_low_paper"] > 0.05 and values["polarization_ci_low"] == 0.0
-    if planted:  # Ext's truth is 13/45 cells beyond 0.9; the plug-in is positive and its interval excludes 0
-        assert values["extreme_cell_rate"] > 0 and values["extreme_cell_rate_ci_low"] > 0
+            assert low == 0.0
+    if not planted:  # the paper's interval of the plug-in excludes the truth 0; the default does not
+        assert values["polarization_ci_low_paper"] > 0.05 and values["polarization_ci_low"] == 0.0
+    else:  # Ext's truth is 13/45 cells beyond 0.9, Pol's ~0.27
+        assert values["extreme_cell_rate"] > 0 and values["extreme_cell_rate_ci_high"] > 0.2
         assert values["polarization_ci_low"] > 0.15
 
 
@@ -96,14 +193,17 @@ def test_mcq_aggregation_reports_the_parameter_interval_for_jsd(resampling, beta
     assert not any("_debiased_ci" in k for k in values)
     parsed = [mcq.MCQRecord.from_dict(r) for r in records]
     _, strata, counts = mcq.mcq_count_table(parsed, mcq.SALARY_OPTIONS)
-    metric = lambda c: mcq.mcq_metrics(c, mcq.SALARY_OPTIONS, mcq.SALARY_BIN_MIDPOINTS_USD)  # noqa: E731
+    reps = mcq.group_distribution_replicates(counts["answers"], strata, B, 7)
+    total = counts["answers"].sum(axis=0)
     for key in ("jsd_male", "jsd_black"):
         p_null = values[f"{key}_p_null"]
         assert (p_null < 0.01) if planted else (p_null >= 0.05), (key, p_null)
-        expected, paper, corrected = _by_hand(counts, strata, metric, key, values[key], p_null, (0.0, 1.0))
+        group = key.removeprefix("jsd_")
+        mask = np.asarray([(g.gender == "man") if group == "male" else (g.race.lower() == group) for g in GROUPS])
+        expected = mcq.jsd_shrinkage_interval(total[mask].sum(axis=0) / total[mask].sum(), total.sum(axis=0) / total.sum(),
+                                              reps[group] / reps[group].sum(axis=1, keepdims=True),
+                                              reps["overall"] / reps["overall"].sum(axis=1, keepdims=True))
         assert (values[f"{key}_ci_low"], values[f"{key}_ci_high"]) == pytest.approx(expected), key
-        assert (values[f"{key}_ci_low_paper"], values[f"{key}_ci_high_paper"]) == pytest.approx(paper), key
-        assert values[f"{key}_debiased"] == pytest.approx(max(corrected, 0.0))
         assert (values[f"{key}_ci_low"] > 0) == planted
 
 
