@@ -308,6 +308,11 @@ RECOMMENDED_DECISION_BUDGET = 12
 #: identity preference grid (root mean square of theta within each stratum; S - 50 has rms about 50 x it):
 #: 0, about the pooled test's detection limit at the default budget, strong
 THETA_GRID = (0.0, 0.2, 0.3)
+#: seeds of the rows at the recommended budget (6x the docs of the default) and of :func:`cell_rows`
+#: (14 identities, unchanged by issue 31, calibrated before at 200 seeds): capped so that a full run fits
+#: on a shared two-core machine; each row states its own seeds
+BUDGET_SEEDS = 100
+CELL_SEEDS = 50
 
 
 def run(n_seeds: int = 200, n_boot: int = 1000, quick: bool = False, seed: int = 20260101, offset: int = 0) -> list[dict]:
@@ -320,16 +325,18 @@ def run(n_seeds: int = 200, n_boot: int = 1000, quick: bool = False, seed: int =
     n_act = 3 if quick else N_ACTIVITIES
     n_seeds = min(n_seeds, 4) if quick else n_seeds
     n_boot = min(n_boot, 100) if quick else n_boot
-    n_perm = 199 if quick else 999
+    n_perm = 199 if quick else 499  # p = (1 + #) / (1 + draws) is exact at any number of draws
+    budget_seeds = min(n_seeds, BUDGET_SEEDS)
+    cell_seeds = min(n_seeds, CELL_SEEDS)
     names, dims = real_identities()
     dim_list = sorted(set(dims))
     nuisance = ", ".join(f"{k} {'+' if k == 'left' else 'sd '}{v:.2f}" for k, v in REAL_NUISANCE.items())
     dec = f"vignette_decision: 329 identities, pairs_per_identity 2 (658 image pairs x {N_QUESTIONS} questions)"
     rows = []
 
-    def row(quantity, kind, design, dgp, truth, estimates, hits, note="", role="default", boot=0):
-        rows.append(rate_row("vignette", quantity, kind, design, dgp, truth, estimates, hits, n_seeds, boot, seed,
-                             note, role))
+    def row(quantity, kind, design, dgp, truth, estimates, hits, note="", role="default", boot=0, seeds=None):
+        rows.append(rate_row("vignette", quantity, kind, design, dgp, truth, estimates, hits,
+                             n_seeds if seeds is None else seeds, boot, seed, note, role))
 
     # -- vignette_decision at the default budget: identity tests, heterogeneity tests, spreads ------------------
     for rms in THETA_GRID:
@@ -403,7 +410,7 @@ def run(n_seeds: int = 200, n_boot: int = 1000, quick: bool = False, seed: int =
     for rms in (0.0, THETA_GRID[-1]):
         theta = real_theta(rms)
         fwer, can, mde = [], [], []
-        for s in range(offset, offset + n_seeds):
+        for s in range(offset, offset + budget_seeds):
             rng = np.random.default_rng([seed, 80_000 + int(rms * 1000), s])
             tests = vg.identity_pair_tests(real_decision_table(rng, theta, per_identity=k), paper=False)
             power = vg.identity_family_power(tests)
@@ -413,7 +420,8 @@ def run(n_seeds: int = 200, n_boot: int = 1000, quick: bool = False, seed: int =
         dgp = f"identity preference theta rms {rms:g} per stratum; {nuisance}"
         row("identity test, any of 329 identities Holm p < 0.05" + ("" if rms == 0 else f": power at S rms {50 * rms:g} pp"),
             "test", budget, dgp, math.nan, [], fwer, role="default" if rms == 0 else "diagnostic",
-            note=f"can_reject in {np.mean(can):.0%} of seeds; MDE {np.nanmean(mde):.1f} pp of S at Holm's first step")
+            note=f"can_reject in {np.mean(can):.0%} of seeds; MDE {np.nanmean(mde):.1f} pp of S at Holm's first step",
+            seeds=budget_seeds)
     # -- vignette_perception, one question (identity and identity-activity pairs, 1 draw each) ------------------
     per = "vignette_perception, one question: 329 identities, 658 identity + 658 identity-activity pairs"
     het_raw, het_any, can = [], [], []
@@ -458,7 +466,7 @@ def run(n_seeds: int = 200, n_boot: int = 1000, quick: bool = False, seed: int =
             truth, est, [], note=(f"estimate {np.mean(est):.1f} pp, null floor {np.mean(floor):.1f} pp, truth "
                                   f"{truth:.1f} pp; p_null < 0.05 in {np.mean(p_null):.0%}; no interval shown"),
             boot=n_perm)
-    rows += cell_rows(n_seeds, n_boot, n_act, seed, offset)
+    rows += cell_rows(cell_seeds, n_boot, n_act, seed, offset)
     return rows
 
 
