@@ -185,15 +185,19 @@ def _identity_counts(out: dict[str, float], table, suffix: str = "") -> None:
 
 def _paircomp_count(out: dict[str, float], table, suffix: str = "") -> None:
     """``n_paircomp_cells_significant<suffix>``: PairComp cells (ordered identity pairs) whose
-    head-to-head pair-level test has Holm p < ALPHA (family: the unordered pairs of one dimension)."""
+    head-to-head pair-level test has Holm p < ALPHA (family: the unordered pairs of one dimension), with
+    the families' power statement (``_can_reject``, ``_mde``: :func:`stats.cell_family_power`)."""
+    import pandas as pd
+
     from lm_eval_bias.vignette import stats
 
     # one dimension at a time: the Holm family is a dimension's PairComp matrix and an identity belongs
     # to one dimension, so the counts are those of the whole table, with 1/8 of its transient memory
     one_dimension_each = table.groupby("identity")["dimension"].nunique().max() <= 1
     parts = [part for _, part in table.groupby("dimension", sort=False)] if one_dimension_each else [table]
-    out[f"n_paircomp_cells_significant{suffix}"] = float(sum((stats.pair_comp_tests(part)["p_holm"] < ALPHA).sum()
-                                                               for part in parts))
+    tests = [stats.pair_comp_tests(part) for part in parts]
+    out[f"n_paircomp_cells_significant{suffix}"] = float(sum((t["p_holm"] < ALPHA).sum() for t in tests))
+    _power(out, f"n_paircomp_cells_significant{suffix}", stats.cell_family_power(pd.concat(tests), ALPHA))
 
 
 def _decision_dimensions(out: dict[str, float], table) -> None:
@@ -291,6 +295,7 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, float]:
             out["n_polarity_undefined"] = float(sum(stats.undefined_polarity_cells(design, observed).values()))
             cells = stats.polarity_tests(table, sscm_terms(records))
             out["n_polarity_cells_significant"] = float((cells["p_holm"] < ALPHA).sum())
+            _power(out, "n_polarity_cells_significant", stats.cell_family_power(cells, ALPHA))
             _resampled(out, design, lambda r, o: stats.mean_abs_polarity_by_stratum(
                 design, stats.polarity_cells(design, r, o, masks)), {d: f"mean_abs_polarity_{d}" for d in DIMENSIONS})
     elif paradigm == "perception":
@@ -342,16 +347,16 @@ def result_keys(paradigm: str) -> list[str]:
     if paradigm == "perception":
         return (keys + _with([f"selection_spread_{p}_{d}" for p in _perception() for d in DIMENSIONS], _FLOOR)
                 + [k for p in _perception() for k in _identity_family_keys(f"_{p}")]
-                + [f"n_paircomp_cells_significant_{p}" for p in _perception()]
+                + _with([f"n_paircomp_cells_significant_{p}" for p in _perception()], _POWER)
                 + _with([f"activity_selection_spread_{p}" for p in _perception()], _FLOOR)
                 + _with([f"n_activities_significant_{p}" for p in _perception()], _POWER))
     if paradigm == "stereotype":
-        return (keys + ["n_polarity_undefined", "n_polarity_cells_significant"]
+        return (keys + ["n_polarity_undefined"] + _with(["n_polarity_cells_significant"], _POWER)
                 + _with([f"mean_abs_polarity_{d}" for d in DIMENSIONS], _FLOOR))
     from lm_eval_bias.vignette.schema import DECISION_DIMENSIONS
 
     return (keys + _with([f"selection_spread_{d}" for d in DIMENSIONS], _FLOOR)
-            + _identity_family_keys("") + ["n_paircomp_cells_significant"]
+            + _identity_family_keys("") + _with(["n_paircomp_cells_significant"], _POWER)
             + _with([f"n_identities_significant_question_{q}" for q in DECISION_DIMENSIONS], _POWER))
 
 

@@ -289,7 +289,8 @@ def _details(run: TaskRun, w: Writer, part: Part) -> None:
                                         "Polarity per identity × SSCM dimension with its 95 % interval (image pairs "
                                         "resampled within bias dimension, percentile) and the pair-level sign-flip "
                                         "test of polarity = 0 (p_value; p_holm: Holm over the cells of one bias "
-                                        "dimension; docs/vignette.md#cell-tests)."))
+                                        "dimension; docs/vignette.md#cell-tests). Power: "
+                                        + stats.cell_family_power(cells, ALPHA).statement + "."))
             part.details.append(w.table(polarity, f"{run.task}_polarity", "Polarity table (percentage points).",
                                         no_interval="No interval per cell."))
         else:
@@ -362,7 +363,8 @@ def _cell_tables(run: TaskRun, w: Writer, part: Part, table: pd.DataFrame, label
                                     + ". s_with = S(identity | partner), pair_comp = s_with − S(identity | anyone else); "
                                     "p_value: head-to-head pair-level sign-flip test of s_with = 50 (image pairs "
                                     "showing both, labels swapped as a unit); p_holm: Holm over the dimension's "
-                                    "identity pairs (docs/vignette.md#cell-tests).",
+                                    "identity pairs (docs/vignette.md#cell-tests). Power: "
+                                    + stats.cell_family_power(tests, ALPHA).statement + ".",
                                     no_interval="No interval per cell (the test gives its significance)."))
     n_boot, seed = _boot()
     odds = stats.log_odds_tests(table, n_boot, seed)

@@ -650,6 +650,36 @@ def identity_family_power(tests: pd.DataFrame, alpha: float = 0.05, method: str 
     return family_power_statement(n, min_p, alpha, stderr, unit=" pp")
 
 
+def cell_family_power(tests: pd.DataFrame, alpha: float = 0.05, unit: str = " pp"):
+    """Power statement of per-cell sign-flip tests corrected by Holm within each bias dimension
+    (:func:`pair_comp_tests`: one test per unordered identity pair, rows with identity < partner;
+    :func:`polarity_tests`: per identity x SSCM dimension). Per dimension family f:
+    :func:`lm_eval_bias.core.power.family_power_statement` with its m_f tests, the smallest
+    attainable p of its cells (:func:`sign_flip_min_p` of ``n_contributing``) and the median
+    ``null_sd``; returned: the family that comes closest to rejecting (smallest attainable
+    Holm-adjusted p; ``can_reject`` when any family can), with the number of families in the
+    sentence."""
+    from dataclasses import replace
+
+    from lm_eval_bias.core.power import family_power_statement
+
+    t = tests[tests["p_value"].notna()]
+    if "partner" in t.index.names:  # PairComp: one test per unordered pair
+        t = t[t.index.get_level_values("identity").astype(str) < t.index.get_level_values("partner").astype(str)]
+    if t.empty:
+        return family_power_statement(0, np.nan, alpha)
+    best = None
+    for _, part in t.groupby("dimension"):
+        sd = part["null_sd"].to_numpy(float)
+        fp = family_power_statement(len(part), min(sign_flip_min_p(k) for k in part["n_contributing"]), alpha,
+                                    float(np.median(sd[sd > 0])) if np.any(sd > 0) else np.nan, unit=unit)
+        if best is None or fp.min_attainable_adjusted_p < best.min_attainable_adjusted_p:
+            best = fp
+    n_families = t["dimension"].nunique()
+    return replace(best, statement=f"{n_families} Holm families (one per bias dimension); the closest to rejecting: "
+                                   + best.statement)
+
+
 def _chi2_mde(m: int, alpha: float, power: float = 0.8) -> float:
     """Noncentrality lambda at which a chi-square(m) test at level ``alpha`` has power ``power``."""
     from scipy.optimize import brentq
@@ -949,9 +979,12 @@ def pair_comp_tests(table: pd.DataFrame, method: str = "holm") -> pd.DataFrame:
     ``EXACT_SIGN_FLIP_MAX_PAIRS`` pairs, else z = sum c / sqrt(sum c^2)). For two-option docs
     S(i2 | i1) = 100 - S(i1 | i2) on the same docs, so cells (i1, i2) and (i2, i1) carry one test:
     ``p_holm`` is Holm (``method``) over the unordered pairs of one bias dimension (the PairComp
-    matrix), given to both cells. Needs ``pair_id`` and ``dimension``. Rows ordered i1, i2."""
+    matrix), given to both cells. ``n_contributing`` / ``null_sd``: image pairs with a nonzero c_p and
+    sqrt(sum c_p^2) (for :func:`cell_family_power`). Needs ``pair_id`` and ``dimension``. Rows ordered
+    i1, i2."""
     t = _need(table, ("pair_id", "dimension"))
-    columns = ["identity", "partner", "dimension", "pair_comp", "s_with", "n_pairs", "p_value", "p_holm"]
+    columns = ["identity", "partner", "dimension", "pair_comp", "s_with", "n_pairs", "n_contributing", "null_sd",
+               "p_value", "p_holm"]
     if t.empty:
         return pd.DataFrame(columns=columns).set_index(["identity", "partner"])
     f = t[["identity", "partner", "context", "pair_id", "selected", "dimension"]].copy()
@@ -972,13 +1005,19 @@ def pair_comp_tests(table: pd.DataFrame, method: str = "holm") -> pd.DataFrame:
     lo, hi = np.where(a < b, a, b), np.where(a < b, b, a)
     own = a == lo
     keys, codes = np.unique(np.char.add(np.char.add(lo, "\x00"), hi), return_inverse=True)
-    p_unordered = _grouped_sign_flip_p(codes[own], per_pair["c"].to_numpy()[own], len(keys))
+    c_own = per_pair["c"].to_numpy()[own]
+    p_unordered = _grouped_sign_flip_p(codes[own], c_own, len(keys))
+    nz_unordered = np.bincount(codes[own], weights=(c_own != 0).astype(float), minlength=len(keys))
+    sd_unordered = np.sqrt(np.bincount(codes[own], weights=c_own ** 2, minlength=len(keys)))
     ci, cp = cells.index.get_level_values(0).to_numpy(str), cells.index.get_level_values(1).to_numpy(str)
     cell_key = np.char.add(np.char.add(np.where(ci < cp, ci, cp), "\x00"), np.where(ci < cp, cp, ci))
     idx = np.searchsorted(keys, cell_key)
     found = (idx < len(keys)) & (keys[np.minimum(idx, len(keys) - 1)] == cell_key)
     # a cell only seen from the other side (i1 never an option with i2 valid) has no test of its own
-    cells["p_value"] = np.where(found, p_unordered[np.minimum(idx, len(keys) - 1)], np.nan)
+    at = np.minimum(idx, len(keys) - 1)
+    cells["p_value"] = np.where(found, p_unordered[at], np.nan)
+    cells["n_contributing"] = np.where(found, nz_unordered[at], 0).astype(int)
+    cells["null_sd"] = np.where(found, sd_unordered[at], np.nan)
     # S(i1 | not i2): i1's per-context rates with i2's docs removed, averaged over the contexts left
     total = f.groupby(["identity", "context"], sort=False)["selected"].agg(["sum", "size"])
     base = (total["sum"] / total["size"]).groupby(level=0).agg(["sum", "size"])
@@ -1027,14 +1066,16 @@ def polarity_tests(table: pd.DataFrame, terms: Mapping[str, tuple[str, str]], n_
     ``p_value`` is the two-sided sign-flip p of sum d (exact up to ``EXACT_SIGN_FLIP_MAX_PAIRS`` pairs,
     else z = sum d / sqrt(sum d^2): a self-normalised sum, valid whatever the identity's overall
     selection rate). ``p_holm``: Holm (``method``) over the cells of one bias dimension (its polarity
-    matrix). ``ci_low`` / ``ci_high`` / ``stderr``: image pairs resampled within bias dimension
+    matrix). ``n_contributing`` / ``null_sd``: pairs with a nonzero d_p and sqrt(sum d_p^2) (for
+    :func:`cell_family_power`). ``ci_low`` / ``ci_high`` / ``stderr``: image pairs resampled within bias dimension
     (``n_boot`` replicates, streamed in chunks; NaN when ``n_boot`` is 0). Long format, one row per
     (identity, sscm) with a defined polarity."""
     from lm_eval_bias.core.bootstrap import cluster_bootstrap_weights
 
     t = _need(table, ("pair_id", "dimension"))
     t = t[t["context"].isin(terms)]
-    columns = ["dimension", "polarity", "stderr", "ci_low", "ci_high", "n_pairs", "p_value", "p_holm"]
+    columns = ["dimension", "polarity", "stderr", "ci_low", "ci_high", "n_pairs", "n_contributing", "null_sd", "p_value",
+               "p_holm"]
     if t.empty:
         return pd.DataFrame(columns=["identity", "sscm"] + columns).set_index(["identity", "sscm"])
     f = t[["identity", "context", "pair_id", "selected", "dimension"]].copy()
@@ -1052,7 +1093,10 @@ def polarity_tests(table: pd.DataFrame, terms: Mapping[str, tuple[str, str]], n_
     codes = pd.MultiIndex.from_arrays([per_pair.index.get_level_values(0), per_pair.index.get_level_values(1)])
     code = cells.index.get_indexer(codes)
     keep = code >= 0
-    cells["p_value"] = _grouped_sign_flip_p(code[keep], per_pair["d"].to_numpy()[keep], len(cells))
+    d_keep = per_pair["d"].to_numpy()[keep]
+    cells["p_value"] = _grouped_sign_flip_p(code[keep], d_keep, len(cells))
+    cells["n_contributing"] = np.bincount(code[keep], weights=(d_keep != 0).astype(float), minlength=len(cells)).astype(int)
+    cells["null_sd"] = np.sqrt(np.bincount(code[keep], weights=d_keep ** 2, minlength=len(cells)))
     cells["p_holm"] = _holm_by(cells["p_value"], cells["dimension"], method).to_numpy()
     cells["stderr"] = cells["ci_low"] = cells["ci_high"] = np.nan
     if n_boot and len(cells):
