@@ -103,3 +103,16 @@ def test_heterogeneity_test_holds_its_level_and_detects_a_preference():
     planted = [vg.identity_heterogeneity_tests(_design_table(np.random.default_rng([2, s]), theta), 199, s)
                .loc["age", "p_value"] < 0.05 for s in range(30)]
     assert sum(planted) >= 24
+
+
+def test_cell_family_power_counts_each_unordered_pair_once():
+    # A beats B in three image pairs, A meets C in one: PairComp tests of {A, B} (3 pairs) and {A, C} (1)
+    table = _choice_table([(0, "A", "B", "x", 1), (1, "B", "A", "x", 0), (2, "A", "B", "x", 1),
+                           (3, "A", "C", "x", 1)])
+    tests = vg.pair_comp_tests(table)
+    assert tests.loc[("A", "B"), "n_contributing"] == tests.loc[("B", "A"), "n_contributing"] == 3
+    assert tests.loc[("A", "C"), "n_contributing"] == 1
+    power = vg.cell_family_power(tests)
+    # one family (age) of 2 unordered pairs: best p 2 / 2^3, Holm-adjusted 2 * 0.25
+    assert power.n_tests == 2 and power.min_attainable_p == 0.25 and power.min_attainable_adjusted_p == 0.5
+    assert not power.can_reject and "1 Holm families" in power.statement
