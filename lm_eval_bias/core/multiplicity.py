@@ -35,12 +35,12 @@ def skip_explicit_gc() -> Iterator[None]:
 def adjust(p_values: Sequence[float] | np.ndarray, method: str = "holm") -> np.ndarray:
     """``method``-adjusted p-values of one family (``statsmodels.stats.multitest.multipletests``, any of
     its methods; Holm by default). NaN entries stay NaN and do not count towards the family size."""
-    from statsmodels.stats.multitest import multipletests
-
     p = np.asarray(p_values, dtype=float)
     out = np.full(p.shape, np.nan)
     ok = np.isfinite(p)
     if ok.any():
+        from statsmodels.stats.multitest import multipletests  # here: a family of NaNs needs no statsmodels
+
         with skip_explicit_gc():
             out[ok] = multipletests(p[ok], method=method)[1]
     return out

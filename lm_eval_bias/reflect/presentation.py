@@ -36,7 +36,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Mapping, Sequence
 
 import numpy as np
-from scipy.spatial.distance import jensenshannon
+from lm_eval_bias.core.lazy_imports import jensenshannon  # scipy.spatial imported on first use, not at task load
 
 from lm_eval_bias.reflect.schema import ANDROGYNOUS, PRESENTATIONS, RACES
 from lm_eval_bias.core.bootstrap import bootstrap_replicates, permutation_null, template_bootstrap

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 import numpy as np
-from scipy import stats as sps
+from lm_eval_bias.core.lazy_imports import scipy_stats as sps  # scipy.stats imported on first use, not at task load
 
 from lm_eval_bias.reflect.schema import GROUPS, RACES, REFERENCE_RACE
 from lm_eval_bias.core.bootstrap import template_bootstrap
