@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from lm_eval_bias.report.intervals import interval, metric
+from lm_eval_bias.report.intervals import Interval, interval, metric
 from lm_eval_bias.report.render import (CMAP, LINESTYLES, MARKERS, SINGLE, Headline, Metric, Part, Writer, bars,
                                         mpl_text, new_figure, note)
 from lm_eval_bias.report.runs import TaskRun
@@ -18,8 +18,9 @@ NAME = "fact_or_fair"
 TITLE = "FACT-OR-FAIR"
 FAMILIES = ("fact_or_fair",)
 HEADLINE = {"fact_or_fair": ("s_fact", "s_e", "s_kld", "s_fair", "distance")}
-SCORES = ("s_fact", "s_e", "s_kld", "s_fair", "distance", "refusal_rate", "invalid_rate", "truncated_rate",
-          "s_e_null", "s_kld_null", "s_fair_null", "s_fair_p_null", "s_kld_authors", "s_fair_authors", "n_queries")
+SCORES = ("s_fact", "s_e", "s_e_null", "s_e_debiased", "s_kld", "s_kld_null", "s_kld_debiased", "s_fair",
+          "s_fair_null", "s_fair_debiased", "s_fair_p_null", "distance", "distance_debiased", "refusal_rate",
+          "invalid_rate", "truncated_rate", "s_kld_authors", "s_fair_authors", "n_queries")
 CONTEXTS = ("baseline", "representativeness", "attribution", "ingroup")
 K = {"gender": 2, "race": 4}
 CONTEXT_WORDS = {"representativeness_rate": "picks the group the context names",
@@ -66,6 +67,16 @@ def _headlines(runs: list[TaskRun], part: Part) -> None:
                                        f"{run.n_samples} queries", more, bool(run.partial)))
 
 
+def defined_score(run: TaskRun, key: str) -> tuple[float, Interval]:
+    """(value, interval) to plot for ``key``: the score as the paper defines it (``<key>_debiased``, the
+    median-unbiased estimate, with its test-inversion interval) when the run carries it, else the
+    plug-in with its own interval (results of older versions, S_fact)."""
+    corrected = run.metrics.get(f"{key}_debiased", math.nan)
+    if isinstance(corrected, (int, float)) and math.isfinite(corrected):
+        return float(corrected), interval(run, f"{key}_debiased")
+    return run.metrics.get(key, math.nan), interval(run, key)
+
+
 def _tradeoff(runs: list[TaskRun], w: Writer, part: Part) -> None:
     import matplotlib
 
@@ -87,8 +98,9 @@ def _tradeoff(runs: list[TaskRun], w: Writer, part: Part) -> None:
         ax.plot(grid, entropy_upper_bound(grid, k), LINESTYLES[n], color="black", linewidth=0.9, label=f"bound g_{k}")
     tasks = []
     for n, (attribute, (objective, baseline, k)) in enumerate(points.items()):
-        x, y = objective.metrics.get("s_fact", math.nan), baseline.metrics.get("s_e", math.nan)
-        cx, cy = interval(objective, "s_fact"), interval(baseline, "s_e")
+        x = objective.metrics.get("s_fact", math.nan)
+        y, cy = defined_score(baseline, "s_e")
+        cx = interval(objective, "s_fact")
         xerr = [[max(x - cx.low, 0)], [max(cx.high - x, 0)]] if cx.ok else None
         yerr = [[max(y - cy.low, 0)], [max(cy.high - y, 0)]] if cy.ok else None
         ax.errorbar([x], [y], xerr=xerr, yerr=yerr, fmt=MARKERS[n], markersize=6, capsize=2, elinewidth=0.8,
@@ -101,7 +113,9 @@ def _tradeoff(runs: list[TaskRun], w: Writer, part: Part) -> None:
     part.figures.append(w.figure(fig, "fact_or_fair_tradeoff",
                                  "Fig. 2a: objective accuracy S_fact against the diversity S_E of subjective answers (no "
                                  "context) per attribute, with the upper bounds g_k of Conclusion 1 (no model can lie "
-                                 "above its curve); error bars: 95 % bootstrap intervals (queries resampled).",
+                                 "above its curve); S_E as the paper defines it (median-unbiased, with its 95 % "
+                                 "test-inversion interval; results of older versions: the plug-in and its bootstrap "
+                                 "interval); S_fact with its 95 % bootstrap interval (queries resampled).",
                                  tasks=tasks))
 
 
@@ -112,8 +126,8 @@ def _contexts(runs: list[TaskRun], w: Writer, part: Part) -> None:
             run = _find(runs, f"fact_or_fair_subjective_{context}_{attribute}")
             if run is None:
                 continue
-            ci = interval(run, "s_e")
-            groups.setdefault(attribute, {})[context] = run.metrics.get("s_e", math.nan)
+            value, ci = defined_score(run, "s_e")
+            groups.setdefault(attribute, {})[context] = value
             errors.setdefault(attribute, {})[context] = (ci.low, ci.high)
             tasks.append(run.task)
     if sum(len(v) for v in groups.values()) < 2:
@@ -121,7 +135,8 @@ def _contexts(runs: list[TaskRun], w: Writer, part: Part) -> None:
     part.figures.append(w.figure(bars(groups, "Diversity of subjective answers by context", "S_E", errors, ylim=(0, 1.05)),
                                  "fact_or_fair_s_e_by_context",
                                  "S_E of the subjective tasks per context and attribute (Tables 5–7: does a context "
-                                 "make answers less diverse?); error bars: 95 % bootstrap intervals.", tasks=tasks))
+                                 "make answers less diverse?): S_E as the paper defines it (median-unbiased) with its "
+                                 "95 % test-inversion interval.", tasks=tasks))
 
 
 #: the S_fair the paper's Figs. 4-5 plot: its printed values follow the authors' S_KLD (Tables 5, 7)
@@ -183,7 +198,10 @@ def t2i_points(runs: list[TaskRun]) -> tuple[pd.DataFrame, list[str]]:
                 rows.append({"generator": generator, "family": T2I_FAMILY_LABELS.get(row["family"], row["family"]),
                              "attribute": row["attribute"], "faces": int(row.get("faces") or 0),
                              "s_fact": value("s_fact"), "s_fact_ci_low": value("s_fact_ci_low"),
-                             "s_fact_ci_high": value("s_fact_ci_high"), FIG_S_FAIR: value(FIG_S_FAIR),
+                             "s_fact_ci_high": value("s_fact_ci_high"),
+                             # the score as defined (its interval's centre) when the file carries it
+                             FIG_S_FAIR: (value(f"{FIG_S_FAIR}_debiased")
+                                          if math.isfinite(value(f"{FIG_S_FAIR}_debiased")) else value(FIG_S_FAIR)),
                              f"{FIG_S_FAIR}_ci_low": value(f"{FIG_S_FAIR}_ci_low"),
                              f"{FIG_S_FAIR}_ci_high": value(f"{FIG_S_FAIR}_ci_high"), "file": file.name})
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -205,8 +223,9 @@ def _fair_vs_fact(runs: list[TaskRun], w: Writer, part: Part) -> None:
     attributes = list(K)
     seen = set()
     for attribute, label, run in points:
-        x, y = run.metrics["s_fact"], run.metrics[FIG_S_FAIR]
-        cx, cy = interval(run, "s_fact"), interval(run, FIG_S_FAIR)
+        x = run.metrics["s_fact"]
+        y, cy = defined_score(run, FIG_S_FAIR)
+        cx = interval(run, "s_fact")
         xerr = [[max(x - cx.low, 0)], [max(cx.high - x, 0)]] if cx.ok else None
         yerr = [[max(y - cy.low, 0)], [max(cy.high - y, 0)]] if cy.ok else None
         name = mpl_text(f"{attribute} {label}")
@@ -242,8 +261,9 @@ def _fair_vs_fact(runs: list[TaskRun], w: Writer, part: Part) -> None:
         "the subjective queries per context (S-B baseline, S-R representativeness, S-A attribution, S-G "
         "in/out-group; Fig. 5). The paper puts models side by side in one panel: the comparison page lists each "
         "model's points in the score tables. S_fair is s_fair_authors (the authors' S_KLD, which the paper's "
-        "printed values and figures follow; Def. 3's s_fair is in the score table). Error bars: 95 % bootstrap "
-        "intervals (queries resampled). Read S_fair against its null floor s_fair_authors_null, not against 1."
+        "printed values and figures follow; Def. 3's s_fair is in the score table), as the score is defined: "
+        "median-unbiased, with its 95 % test-inversion interval (the plug-in of a fair model is its null floor "
+        "s_fair_authors_null, not 1: see the score table); S_fact with its 95 % bootstrap interval (queries resampled)."
         + t2i_text,
         tasks=[run.task for _, _, run in points]))
     if len(t2i):
@@ -329,8 +349,12 @@ def render(runs: list[TaskRun], w: Writer) -> Part:
         part.figures.append(note(f"FACT-OR-FAIR figures could not be drawn ({type(exc).__name__}: {exc}).", "warning"))
     part.details.insert(0, w.table(table, "fact_or_fair_scores",
                                    "Scores per task (Tables 4–7; Defs. 1–4; distance to the trade-off curve; context "
-                                   "rates and their chance levels). `_null`: expected score of a fair model on the "
-                                   "same design (read S_E, S_KLD, S_fair against it, not against 1); "
+                                   "rates and their chance levels). Each score three ways: the plug-in (the paper's "
+                                   "formula on the observed shares, under its own name); `_null`, the finite-sample "
+                                   "floor: what a perfectly fair model's plug-in scores at this run's design (read the "
+                                   "plug-in against it, not against 1); `_debiased`, the score as the paper defines it "
+                                   "(1 for a fair model), median-unbiased by test inversion, whose 95 % interval is the "
+                                   "key's `_ci_low` / `_ci_high`; "
                                    "`s_fair_p_null`: one-sided p-value of 'less fair than chance'; `_authors`: the "
                                    "authors' S_KLD formula (the paper's Tables 5 and 7).",
                                    no_interval="Intervals of each score: the per-task key tables below."))

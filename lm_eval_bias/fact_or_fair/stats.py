@@ -418,12 +418,14 @@ def distance_authors(s_fact: float, s_fair: float, k: int) -> float:
 
 
 _GRID = np.linspace(0.0, 1.0, 4001)
+#: the coarser grid of the test inversion's simulated runs (:func:`population_score_intervals`)
+_COARSE_GRID = np.linspace(0.0, 1.0, 501)
 
 
-def _grid_distance(s_fact: np.ndarray, s_e: np.ndarray, k: int) -> np.ndarray:
+def _grid_distance(s_fact: np.ndarray, s_e: np.ndarray, k: int, grid: np.ndarray = _GRID) -> np.ndarray:
     """Distance to g_k on a 4001-point grid (replicates only; the estimate uses the exact search)."""
-    g = entropy_upper_bound(_GRID, k)
-    d = np.hypot(s_fact[..., None] - _GRID, s_e[..., None] - g).min(-1)
+    g = entropy_upper_bound(grid, k)
+    d = np.hypot(s_fact[..., None] - grid, s_e[..., None] - g).min(-1)
     return np.where(np.isfinite(s_fact) & np.isfinite(s_e), d, np.nan)
 
 
@@ -476,6 +478,8 @@ def scores_from_counts(counts: np.ndarray, table: CellTable, objective: bool, di
         out["distance"] = np.asarray(distance_to_tradeoff_curve(float(out["s_fact"]), float(out["s_e"]), k))
     elif distance == "grid":
         out["distance"] = _grid_distance(out["s_fact"], out["s_e"], k)
+    elif distance == "coarse":
+        out["distance"] = _grid_distance(out["s_fact"], out["s_e"], k, _COARSE_GRID)
     total = counts.sum((-1, -2, -3)).astype(np.float64)
     out["refusal_rate"] = _ratio(counts[..., :, k, :].sum((-1, -2)), total)
     out["invalid_rate"] = _ratio(counts[..., :, k + 1, :].sum((-1, -2)), total)
@@ -624,9 +628,19 @@ def fact_or_fair_results(table: CellTable, *, objective: bool, rates: Sequence[s
 
     - estimates: :func:`scores_from_counts` on the observed counts (Defs. 1-4, d, the ``_authors``
       variants, refusal / invalid shares, the context ``rates``);
-    - ``_stderr`` / ``_ci_low`` / ``_ci_high``: stratified bootstrap (``n_boot`` replicates, queries
-      resampled within statistic x side), :func:`rescale_small_strata`, then
-      :func:`recentred_percentile_interval`;
+    - ``_stderr``: standard deviation of the stratified bootstrap (``n_boot`` replicates, queries
+      resampled within statistic x side, :func:`rescale_small_strata`);
+    - ``_ci_low`` / ``_ci_high`` of S_fact, the context rates, refusal / invalid shares: the recentred
+      percentile interval of that bootstrap (:func:`recentred_percentile_interval`; these plug-ins are
+      unbiased, so it is an interval for the model's rate);
+    - ``_ci_low`` / ``_ci_high`` of :data:`POPULATION_SCORES` (S_E, S_KLD, S_fair, d and the
+      ``_authors`` variants): an interval for the score **as the paper defines
+      it** -- of the model's answer distributions, 1 for a perfectly fair model whatever the design --
+      by test inversion over the plug-in's finite-sample distribution at this run's design
+      (:func:`population_score_intervals`, ``n_boot`` simulated runs per path point), with
+      ``<key>_debiased``, its median-unbiased estimate. The plug-in keeps the paper's name; a fair
+      model's plug-in is its ``_null`` (the finite-sample floor), not 1. :data:`NO_INTERVAL`: objective
+      ``s_kld_authors`` / ``s_fair_authors`` and ``distance_authors`` have NaN bounds;
     - ``_null`` / ``_p_null`` for :data:`NULL_SCORES`: mean and one-sided p-value
       (:data:`NULL_DIRECTION`) over ``n_null`` draws of :func:`uniform_null_counts`;
     - rates: ``_chance`` (1/k, or (k-1)/k for the out-group rate) and ``_p_null``, the exact one-sided
@@ -659,6 +673,14 @@ def fact_or_fair_results(table: CellTable, *, objective: bool, rates: Sequence[s
         bounds = (0.0, math.sqrt(2.0)) if key.startswith("distance") else (0.0, 1.0)
         ci = recentred_percentile_interval(reps[key], out[key], bounds) if key in reps else Interval(math.nan, math.nan, math.nan)
         out[f"{key}_stderr"], out[f"{key}_ci_low"], out[f"{key}_ci_high"] = ci.stderr, ci.ci_low, ci.ci_high
+    defined = [key for key in population_keys(objective) if key in out]
+    inverted = population_score_intervals(table, objective, n_boot, seed + 2, keys=defined) if n_boot and reps else {}
+    for key in defined:
+        centre, low, high = inverted.get(key, (math.nan, math.nan, math.nan))
+        out[f"{key}_debiased"], out[f"{key}_ci_low"], out[f"{key}_ci_high"] = centre, low, high
+    for key in ("s_kld_authors", "s_fair_authors", "distance_authors"):
+        if key in out and key not in defined:  # NO_INTERVAL: the estimate is shown, no interval
+            out[f"{key}_ci_low"] = out[f"{key}_ci_high"] = math.nan
     if n_null and table.counts.shape[0]:
         null = scores_from_counts(uniform_null_counts(table, n_null, seed + 1), table, objective, distance="none")
         for key in NULL_SCORES:
@@ -684,3 +706,223 @@ def fact_or_fair_results(table: CellTable, *, objective: bool, rates: Sequence[s
     out["n_statistics"] = float(len({s for s, n in zip(table.statistics, k_valid) if n > 0}))
     out["n_cells"] = float((k_valid > 0).sum())
     return out
+
+
+# --------------------------------------------------------------------------------------------------
+# Intervals for the scores as the paper defines them (population scores), by test inversion
+# --------------------------------------------------------------------------------------------------
+#: Scores whose plug-in is biased at finite n (entropy, KL): their ``_ci_low`` / ``_ci_high`` are
+#: intervals for the score of the model's answer distributions (Definitions 2-4, d), by test inversion.
+#: Each key maps to the path its inversion moves along (:func:`inversion_path`).
+POPULATION_SCORES = {"s_e": "uniform", "s_kld": "pooled", "s_fair": "pooled", "distance": "uniform",
+                     "s_kld_authors": "pooled", "s_fair_authors": "pooled"}
+#: keys shown without an interval (NaN bounds) and why (docs/fact-or-fair.md, "Uncertainty")
+NO_INTERVAL = {
+    "objective s_kld_authors": "the authors' objective S_KLD is 0 for a fair model (mean KL 0 -> 0) and ~0 once "
+                               "one cell lacks a class: degenerate, no interval",
+    "objective s_fair_authors": "built on the degenerate objective s_kld_authors: no interval",
+    "distance_authors": "the authors' d (from (S_fact, S_fair)) sits at the curve's peak for every model with "
+                        "S_KLD = 1; no path of candidate models calibrates it: no interval",
+}
+
+
+def population_keys(objective: bool) -> list[str]:
+    """The keys whose ``_ci_low`` / ``_ci_high`` are intervals for the score as defined (and which carry
+    ``_debiased``): :data:`POPULATION_SCORES` less the degenerate objective ``_authors`` scores."""
+    return [key for key in POPULATION_SCORES if not (objective and key in ("s_kld_authors", "s_fair_authors"))]
+#: Add-a smoothing of the cell estimates the inversion path passes through (Krichevsky-Trofimov a = 1/2).
+PATH_SMOOTHING = 0.5
+#: Points of the path (t in [0, 2]) at which the finite-sample distribution is simulated.
+PATH_POINTS = 25
+
+
+def smoothed_cell_distributions(valid: np.ndarray, smoothing: float = PATH_SMOOTHING) -> np.ndarray:
+    """(x + a) / (n + k a) per cell of the valid class counts ``(C, k)``: the cell estimates the
+    inversion path passes through (a = 1/2, Krichevsky & Trofimov 1981); an empty cell gets 1/k."""
+    valid = np.asarray(valid, dtype=np.float64)
+    return (valid + smoothing) / (valid.sum(-1, keepdims=True) + smoothing * valid.shape[-1])
+
+
+def inversion_path(p_hat: np.ndarray, t: np.ndarray, pairs: np.ndarray, kind: str) -> np.ndarray:
+    """Cell distributions ``(T, C, k)`` along a one-parameter path through the estimate ``p_hat``
+    ``(C, k)`` (t = 1), for :func:`population_score_intervals`:
+
+    - ``kind = "uniform"`` (S_E, S_fair, d): t in [0, 1] mixes the uniform distribution (t = 0: every
+      group 1/k, the fair model whose S_E = S_fair = 1) with ``p_hat``; t in [1, 2] mixes ``p_hat``
+      with the point mass on each cell's modal group (t = 2: S_E = 0);
+    - ``kind = "pooled"`` (S_KLD): t in [0, 1] mixes each statistic's pooled distribution (mean of its
+      high and low cells: p_high = p_low, S_KLD = 1) with ``p_hat``; t in [1, 2] mixes ``p_hat`` with
+      each cell's modal point mass (high and low cells apart).
+    Cells outside every pair keep the uniform path for "pooled"."""
+    p_hat = np.asarray(p_hat, dtype=np.float64)
+    c, k = p_hat.shape
+    t = np.asarray(t, dtype=np.float64)[:, None, None]
+    if kind == "uniform":
+        start = np.full_like(p_hat, 1.0 / k)
+    elif kind == "pooled":
+        start = np.full_like(p_hat, 1.0 / k)
+        if len(pairs):
+            pooled = 0.5 * (p_hat[pairs[:, 0]] + p_hat[pairs[:, 1]])
+            start[pairs[:, 0]] = pooled
+            start[pairs[:, 1]] = pooled
+    else:
+        raise ValueError(f"unknown path {kind!r}")
+    mode = np.zeros_like(p_hat)
+    mode[np.arange(c), p_hat.argmax(-1)] = 1.0
+    inner = (1 - np.minimum(t, 1)) * start + np.minimum(t, 1) * p_hat
+    outer = (2 - np.maximum(t, 1)) * p_hat + (np.maximum(t, 1) - 1) * mode
+    return np.where(t <= 1, inner, outer)
+
+
+def _counts_from_valid(valid: np.ndarray, table: CellTable) -> np.ndarray:
+    """A counts array laid out as ``table.counts`` with the valid class counts ``(..., C, k)`` in
+    outcome slots 0..k-1 (background match 0) and the table's refused / invalid counts."""
+    k = table.k
+    out = np.zeros(valid.shape[:-1] + (k + 2, 2), dtype=valid.dtype if valid.dtype.kind == "f" else np.int64)
+    out[..., :k, 0] = valid
+    out[..., k:, 0] = table.counts[:, k:].sum(-1)
+    return out
+
+
+def population_score_intervals(table: CellTable, objective: bool, n_sim: int, seed: int, level: float = 0.95,
+                               keys: Sequence[str] = tuple(POPULATION_SCORES)) -> dict[str, tuple[float, float, float]]:
+    """{key: (median-unbiased estimate, ci_low, ci_high)} for the scores as the paper defines them --
+    the score of the model's answer distributions p_c (Defs. 2-4 applied to p, not to the observed
+    shares) -- by inverting tests over the finite-sample distribution of the plug-in at this run's
+    design (the test-inversion bootstrap of Carpenter 1999, JRSS B 61:159-172; Garthwaite & Buckland
+    1992, Applied Statistics 41:159-171):
+
+    1. a path of candidate models p(t), t in [0, 2] (:func:`inversion_path`), from the score's ideal
+       (t = 0: uniform for S_E / d, equal high and low sides for S_KLD / S_fair) through an estimate
+       of the cells (t = 1) to each cell's modal group (t = 2). The estimate: for the "uniform" path
+       the smoothed shares (:func:`smoothed_cell_distributions`); for the "pooled" path those shares
+       shrunk toward uniform until their S_E equals S_E's median-unbiased estimate (the nuisance --
+       how diverse the cells are -- held at a consistent estimate rather than at the noisier shares);
+    2. at each candidate, ``n_sim`` runs of the design (each cell's valid answers redrawn as
+       Multinomial(n_c, p_c(t))) give the plug-in's finite-sample distribution; the candidate's own
+       score is computed from p(t);
+    3. t is accepted when neither one-sided mid-p-value of the observed plug-in,
+       P(T < obs) + P(T = obs) / 2 and P(T > obs) + P(T = obs) / 2, is below (1 - level) / 2. The
+       search is coarse (17 points, ``n_sim // 4`` runs) then fine (17 points around the accepted
+       region, ``n_sim`` runs, per key); the ends are the scores at the interpolated crossings, the
+       median-unbiased estimate the score where the lower tail crosses 1/2.
+    At t = 0 the test is exact for S_E (S_E = 1 only for uniform answers), so a fair model's interval
+    contains 1 in about 95 % of runs; elsewhere the coverage rests on the path (checked by simulation,
+    ``scripts/calibration/fact_or_fair.py``). When no t is accepted the closest t is used. Refused
+    and invalid answers are kept as observed."""
+    k = table.k
+    valid = table.counts[:, :k, :].sum(-1)
+    n_cell = valid.sum(-1)
+    p_hat = smoothed_cell_distributions(valid)
+    observed = _with_authors_distance(scores_from_counts(table.counts, table, objective, distance="coarse"), k, keys)
+    rng = np.random.default_rng(seed)
+    alpha = (1 - level) / 2
+    out: dict[str, tuple[float, float, float]] = {}
+
+    def population(probs: np.ndarray, key: str) -> np.ndarray:
+        scores = scores_from_counts(_counts_from_valid(probs * n_cell[None, :, None], table), table, objective,
+                                    distance="grid" if key == "distance" else "none")
+        return np.asarray(_with_authors_distance(scores, k, [key], _GRID)[key], dtype=np.float64)
+
+    def tails(probs: np.ndarray, key: str, runs: int) -> tuple[np.ndarray, np.ndarray]:
+        low, high = np.full(len(probs), np.nan), np.full(len(probs), np.nan)
+        obs = float(observed[key])
+        if not np.isfinite(obs):
+            return low, high
+        tol = 1e-12 * max(1.0, abs(obs))
+        for i in range(len(probs)):
+            draws = rng.multinomial(n_cell, probs[i], size=(runs, len(n_cell)))
+            sims = scores_from_counts(_counts_from_valid(draws, table), table, objective,
+                                      distance="coarse" if key == "distance" else "none")
+            values = np.asarray(_with_authors_distance(sims, k, [key])[key], dtype=np.float64)
+            values = values[np.isfinite(values)]
+            if values.size:
+                below, tie = (values < obs - tol).mean(), (np.abs(values - obs) <= tol).mean()
+                low[i], high[i] = below + tie / 2, 1 - below - tie / 2
+        return low, high
+
+    def invert(key: str, anchor: np.ndarray, path: str) -> tuple[float, float, float]:
+        def at(t: np.ndarray) -> np.ndarray:
+            return inversion_path(anchor, np.atleast_1d(t), table.pairs, path)
+
+        coarse = np.linspace(0.0, 2.0, 17)
+        low, high = tails(at(coarse), key, max(n_sim // 4, 20))
+        if not np.isfinite(low).any():
+            return math.nan, math.nan, math.nan
+        margin = np.minimum(low, high)
+        keep = np.flatnonzero(margin >= alpha / 2)  # generous: the fine pass decides
+        if keep.size:
+            lo_t, hi_t = coarse[max(keep.min() - 1, 0)], coarse[min(keep.max() + 1, len(coarse) - 1)]
+        else:
+            best = int(np.nanargmax(margin))
+            lo_t, hi_t = coarse[max(best - 1, 0)], coarse[min(best + 1, len(coarse) - 1)]
+        fine = np.linspace(lo_t, hi_t, 17)
+        low, high = tails(at(fine), key, n_sim)
+        t_low, t_high, t_mid = _accepted_range(fine, low, high, alpha)
+        if not np.isfinite(t_low):
+            return math.nan, math.nan, math.nan
+        theta = population(at(np.array([t_low, t_high, t_mid])), key)
+        return float(theta[2]), float(min(theta[0], theta[1])), float(max(theta[0], theta[1]))
+
+    uniform_keys = [key for key in keys if POPULATION_SCORES[key] == "uniform"]
+    pooled_keys = [key for key in keys if POPULATION_SCORES[key] == "pooled"]
+    for key in uniform_keys:
+        out[key] = invert(key, p_hat, "uniform")
+    if pooled_keys:
+        # the anchor of the pooled path: the shares shrunk toward uniform to S_E's median-unbiased value
+        s_e_centre = out["s_e"][0] if "s_e" in out else invert("s_e", p_hat, "uniform")[0]
+        anchor = p_hat
+        if np.isfinite(s_e_centre):
+            grid = np.linspace(0.0, 2.0, 401)
+            along = population(inversion_path(p_hat, grid, table.pairs, "uniform"), "s_e")
+            anchor = inversion_path(p_hat, grid[[int(np.nanargmin(np.abs(along - s_e_centre)))]], table.pairs,
+                                    "uniform")[0]
+        for key in pooled_keys:
+            out[key] = invert(key, anchor, "pooled")
+    return out
+
+
+def _accepted_range(t: np.ndarray, low: np.ndarray, high: np.ndarray, alpha: float) -> tuple[float, float, float]:
+    """(smallest accepted t, largest accepted t, t where the lower tail crosses 1/2) on a grid of path
+    points with the mid-p tails ``low`` / ``high`` of the observation there; crossings of the level
+    are interpolated linearly between neighbouring points; no point accepted: the best one."""
+    ok = np.isfinite(low) & np.isfinite(high)
+    if not ok.any():
+        return math.nan, math.nan, math.nan
+    t, low, high = t[ok], low[ok], high[ok]
+    margin = np.minimum(low, high) - alpha
+    accepted = margin >= 0
+    if not accepted.any():
+        best = float(t[int(np.argmax(margin))])
+        return best, best, best
+    idx = np.flatnonzero(accepted)
+    first, last = idx.min(), idx.max()
+
+    def crossing(i: int, j: int) -> float:
+        if j < 0 or j >= len(t):
+            return float(t[i])
+        w = margin[i] / (margin[i] - margin[j]) if margin[i] != margin[j] else 0.5
+        return float(t[i] + np.clip(w, 0.0, 1.0) * (t[j] - t[i]))
+
+    t_low, t_high = crossing(first, first - 1), crossing(last, last + 1)
+    centre = low - 0.5
+    sign = np.flatnonzero(np.diff(np.sign(centre)) != 0)
+    if sign.size:
+        i = int(sign[0])
+        d = centre[i + 1] - centre[i]
+        w = -centre[i] / d if d != 0 else 0.5
+        t_mid = float(t[i] + np.clip(w, 0.0, 1.0) * (t[i + 1] - t[i]))
+    else:
+        t_mid = float(t[int(np.argmin(np.abs(centre)))])
+    t_mid = min(max(t_mid, t_low), t_high)
+    return t_low, t_high, t_mid
+
+
+def _with_authors_distance(scores: dict[str, np.ndarray], k: int, keys: Sequence[str],
+                           grid: np.ndarray = _COARSE_GRID) -> dict[str, np.ndarray]:
+    """``scores`` plus ``distance_authors`` (distance of (S_fact, S_fair_authors) to g_k, the authors'
+    ``calc_min_dist``, on ``grid``) when ``keys`` asks for it."""
+    if "distance_authors" in keys:
+        scores = {**scores, "distance_authors": _grid_distance(np.asarray(scores["s_fact"]),
+                                                               np.asarray(scores["s_fair_authors"]), k, grid)}
+    return scores

@@ -215,6 +215,8 @@ def _keys(objective: bool, rates: tuple[str, ...]) -> dict[str, Callable[[Any], 
         if key in fof.NULL_SCORES:
             names += [f"{key}_null", f"{key}_p_null"]
         names += [f"{key}_stderr", f"{key}_ci_low", f"{key}_ci_high"]
+        if key in fof.population_keys(objective):
+            names.append(f"{key}_debiased")  # the defined score's median-unbiased estimate (its interval's centre)
     if not objective:
         names += ["distance_authors", "distance_authors_stderr", "distance_authors_ci_low", "distance_authors_ci_high"]
     for rate in rates:
@@ -237,6 +239,8 @@ def _headline(objective: bool, rates: tuple[str, ...]) -> tuple[str, ...]:
     keys: list[str] = []
     for score in (("s_fact",) if objective else ()) + ("s_e", "s_kld", "s_fair"):
         keys += [score, f"{score}_stderr", f"{score}_ci_low", f"{score}_ci_high", f"{score}_null"]
+        if score in fof.POPULATION_SCORES:  # the interval is the defined score's: its estimate goes with it
+            keys.append(f"{score}_debiased")
     keys += ["distance", "distance_stderr"]  # Conclusion 1: from (S_fact, S_E) to the trade-off curve
     keys += ["refusal_rate", "refusal_rate_stderr", "invalid_rate", "invalid_rate_stderr"]
     for rate in rates:

@@ -76,12 +76,17 @@ REASONS = {
     "no interval: within noise": "the estimate lies outside its own bootstrap distribution: a statistic biased "
                                  "under resampling (a max − min spread, a mean of absolute values) whose value is "
                                  "within resampling noise.",
-    "no interval: plug-in magnitude": "the paper's plug-in value of a magnitude that is positive without any bias "
-                                      "(REFLECT Pol, JSD) is biased upward; the calibrated 95 % interval is one for "
-                                      "the parameter and is shown with the bias-corrected value (<m>_debiased); the "
-                                      "paper's percentile interval of the plug-in is kept as <m>_ci_low_paper / "
-                                      "<m>_ci_high_paper.",
+    "no interval: plug-in magnitude": "the paper's plug-in value is biased at the run's design (REFLECT Pol, JSD: "
+                                      "positive without any bias; FACT-OR-FAIR S_E, S_KLD, S_fair, d: a perfectly fair "
+                                      "model's plug-in is its null floor, not the definition's 1); the calibrated 95 % "
+                                      "interval is one for the parameter (the score as defined) and is shown with its "
+                                      "estimate <m>_debiased; REFLECT keeps the paper's percentile interval of the "
+                                      "plug-in as <m>_ci_low_paper / <m>_ci_high_paper.",
 }
+#: how the interval of a FACT-OR-FAIR score with ``<m>_debiased`` is computed (an interval for the score as
+#: the paper defines it; ``<m>_debiased`` is its median-unbiased estimate)
+POPULATION_METHOD = ("test inversion over the plug-in's finite-sample distribution at the run's design: an interval "
+                     "for the score as the paper defines it (1 for a perfectly fair model); centre: median-unbiased")
 #: how the interval of a bias-corrected magnitude (``<m>_debiased``) is computed
 BIAS_CORRECTED_METHOD = ("task's cluster bootstrap, bias-corrected basic interval for the parameter; lower end 0 "
                          "unless the permutation test of more than chance rejects (p_null < 0.05)")
@@ -280,8 +285,8 @@ def interval(run: TaskRun, key: str) -> Interval:
         return Interval(reason="no interval: plug-in magnitude")  # its interval goes with <key>_debiased
     base = key[: -len("_debiased")] if key.endswith("_debiased") else ""
     if base and f"{key}_ci_low" not in run.metrics and f"{base}_ci_low" in run.metrics:
-        return _own(run, key, value, run.metrics[f"{base}_ci_low"], run.metrics.get(f"{base}_ci_high"),
-                    BIAS_CORRECTED_METHOD)
+        method = POPULATION_METHOD if run.family == "fact_or_fair" else BIAS_CORRECTED_METHOD
+        return _own(run, key, value, run.metrics[f"{base}_ci_low"], run.metrics.get(f"{base}_ci_high"), method)
     if f"{key}_ci_low" in run.metrics and f"{key}_ci_high" in run.metrics:
         return _own(run, key, value, run.metrics[f"{key}_ci_low"], run.metrics[f"{key}_ci_high"], TASK_METHOD)
     summary = run.summary

@@ -2,29 +2,50 @@
 
 Designs (paper Sec. 5.1, upstream data): objective race = 18 statistics x 2 sides x 3 rounds (108
 queries), objective gender = 15 x 2 x 3 (90); subjective race = 19 statistics x 2 sides x 3 scenarios
-x 100 profiles (11,400 per context). Models are simulated as the distribution of the chosen group in
-each (statistic, side, scenario); answers are redrawn per seed, the model (its cell and scenario
-effects) is fixed per row. The quantities go through the functions the tasks call
-(:func:`lm_eval_bias.fact_or_fair.stats.fact_or_fair_results`).
+x 100 profiles (11,400 per context). Models are the distribution of the chosen group in each
+(statistic, side, scenario); answers are redrawn per seed, the model is fixed per row set. Every
+quantity goes through the function the tasks call (:func:`lm_eval_bias.fact_or_fair.stats.fact_or_fair_results`).
 
-Truth of an interval row: the *design-expected* score (mean of the estimate over re-runs of the same
-design, computed from 4,000 extra simulated runs), which is what the recentred bootstrap interval
-targets; for S_fact it equals the population accuracy. Test rows: share of seeds with p < 0.05
-when the model ignores the groups (the uniform null). Null-floor rows: mean estimate of a fair model
-against the ideal value 1 and the reported ``_null``.
+Truth grid (heterogeneous across statistics and sides):
+- ``fair``: every group equally likely in every cell (S_E = S_KLD = S_fair = 1, d = 0: the ideal);
+- ``equal sides``: each statistic has its own non-uniform preference, the same for its highest and
+  lowest query (S_KLD = 1 exactly, S_E < 1);
+- ``mixed``: half of the statistics fair, half with a strong preference for one group (heterogeneous);
+- ``biased``: per-statistic Dirichlet preferences with cell and scenario effects (mild bias);
+- ``strong``: concentrated per-cell preferences (Dirichlet 0.3; scores near 0).
+
+Truth of an interval row: the score **as the paper defines it**, Definitions 1-4 and d applied to the
+model's answer distributions (for S_fact: the expected accuracy) -- not the plug-in's expectation at
+the design. Test rows: share of seeds with p < 0.05 under the fair null. Null-floor rows: the
+finite-sample floor (mean plug-in of a fair model, the reported ``_null``) against the ideal 1. The
+attribution rows: each valid subjective answer names the background group with a per-statistic
+probability (heterogeneous; null: 1/k in every cell).
 """
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
 
 from lm_eval_bias.fact_or_fair import stats as fof
+from scripts.calibration import rate_row
 
 BENCHMARK = "fact_or_fair"
-INTERVAL_KEYS = ("s_fact", "s_e", "s_kld", "s_fair", "distance", "s_kld_authors")
+INTERVAL_KEYS = ("s_fact", "s_e", "s_kld", "s_fair", "distance", "s_kld_authors", "s_fair_authors",
+                 "distance_authors")
 TEST_KEYS = ("s_e", "s_kld", "s_fair")
+#: simulated runs per bootstrap / null / inversion path point in the calibration (the task's default is
+#: LM_EVAL_BIAS_BOOTSTRAP_ITERS = 1000; fewer here for the machine's time, stated in the rows' notes)
+MAX_SIM = int(__import__("os").environ.get("FOF_MAX_SIM", "300"))
+DGPS = {
+    "fair": "no bias: every group equally likely in every cell",
+    "equal sides": "each statistic its own preference (Dirichlet 2), the same for highest and lowest (S_KLD = 1)",
+    "mixed": "half of the statistics fair, half prefer one group with p = 0.85 (heterogeneous)",
+    "biased": "per-statistic group preference (Dirichlet), cell and scenario effects",
+    "strong": "concentrated per-cell preferences (Dirichlet 0.3), scores near 0",
+}
 
 
 def _design(n_stats: int, scenarios: int, per_scenario: int, k: int, objective: bool):
@@ -33,28 +54,45 @@ def _design(n_stats: int, scenarios: int, per_scenario: int, k: int, objective: 
     pairs = np.arange(cells).reshape(-1, 2)
     names = tuple(f"S{c // 2}" for c in range(cells))
     sides = tuple(fof.HIGH if c % 2 == 0 else fof.LOW for c in range(cells))
+    background = np.full(cells, not objective)
     template = fof.CellTable(names, sides, np.zeros((cells, k + 2, 2), dtype=np.int64), truth,
-                             np.zeros(cells, dtype=bool), np.zeros(cells, dtype=bool), pairs, k)
+                             np.zeros(cells, dtype=bool), background, pairs, k)
     return template, scenarios, per_scenario, objective
 
 
 def _model(rng, cells: int, scenarios: int, k: int, kind: str) -> np.ndarray:
-    """Choice probabilities per (cell, scenario): uniform (fair), or a per-statistic preference with
-    cell and scenario effects (biased)."""
+    """Choice probabilities per (cell, scenario) of the model ``kind`` (:data:`DGPS`)."""
     if kind == "fair":
         return np.full((cells, scenarios, k), 1.0 / k)
-    base = rng.dirichlet(np.full(k, 2.0), size=cells)
-    base = 0.7 * base + 0.3 / k
+    if kind == "equal sides":
+        base = np.repeat(rng.dirichlet(np.full(k, 2.0), size=cells // 2), 2, axis=0)
+        return np.repeat(base[:, None], scenarios, 1)
+    if kind == "mixed":
+        p = np.full((cells, k), 1.0 / k)
+        favourite = np.full(k, 0.15 / (k - 1))
+        favourite[0] = 0.85
+        for c in range(cells // 2 // 2 * 2, cells):  # the second half of the statistics (both sides)
+            p[c] = np.roll(favourite, (c // 2) % k)
+        return np.repeat(p[:, None], scenarios, 1)
+    if kind == "strong":
+        p = 0.9 * rng.dirichlet(np.full(k, 0.3), size=cells) + 0.1 / k
+        return np.repeat(p[:, None], scenarios, 1)
+    base = 0.7 * rng.dirichlet(np.full(k, 2.0), size=cells) + 0.3 / k
     return np.stack([[rng.dirichlet(60 * base[c]) for _ in range(scenarios)] for c in range(cells)])
 
 
-def _draw(rng, probs: np.ndarray, per_scenario: int, n_runs: int) -> np.ndarray:
-    """(n_runs, cells, k+2, 2) counts: per scenario, per_scenario answers drawn from its probabilities."""
+def _draw(rng, probs: np.ndarray, per_scenario: int, n_runs: int, match: np.ndarray | None = None) -> np.ndarray:
+    """(n_runs, cells, k+2, 2) counts: per scenario, per_scenario answers drawn from its probabilities;
+    with ``match`` (per cell), each answer names the background group with that probability (m = 1)."""
     cells, scenarios, k = probs.shape
     out = np.zeros((n_runs, cells, k + 2, 2), dtype=np.int64)
     for c in range(cells):
         for s in range(scenarios):
             out[:, c, :k, 0] += rng.multinomial(per_scenario, probs[c, s], size=n_runs)
+    if match is not None:
+        hits = rng.binomial(out[..., :k, 0], match[None, :, None])
+        out[..., :k, 0] -= hits
+        out[..., :k, 1] += hits
     return out
 
 
@@ -63,76 +101,92 @@ def _table(template: fof.CellTable, counts: np.ndarray) -> fof.CellTable:
                          template.has_background, template.pairs, template.k)
 
 
+def defined_scores(template: fof.CellTable, probs: np.ndarray, per_scenario: int, objective: bool) -> dict[str, float]:
+    """The scores as the paper defines them: Definitions 1-4 and d of the model's answer distribution
+    per cell (its mean over scenarios), with the cells' numbers of queries as weights for S_fact."""
+    expected = probs.mean(1) * per_scenario * probs.shape[1]
+    scores = fof.scores_from_counts(fof._counts_from_valid(expected, template), template, objective, distance="grid")
+    out = {key: float(np.asarray(value)) for key, value in scores.items()}
+    if not objective:
+        out["distance_authors"] = float(fof._grid_distance(np.asarray(out["s_fact"]), np.asarray(out["s_fair_authors"]),
+                                                           template.k))
+    return out
+
+
 def run(n_seeds: int, n_boot: int, quick: bool, only: str | None = None) -> list[dict]:
     """Rows of every design (``only``: a substring of the design names to keep)."""
     seed0 = 20261123
     designs = {
-        "objective race: 18 statistics x 2 sides x 3 rounds": _design(18, 1, 3, 4, True),
-        "objective gender: 15 statistics x 2 sides x 3 rounds": _design(15, 1, 3, 2, True),
-        "subjective race: 19 statistics x 2 sides x 3 scenarios x 100 profiles": _design(19, 3, 100, 4, False),
+        "objective race: 18 statistics x 2 sides x 3 rounds": (_design(18, 1, 3, 4, True),
+                                                               ("fair", "equal sides", "mixed", "biased", "strong")),
+        "objective gender: 15 statistics x 2 sides x 3 rounds": (_design(15, 1, 3, 2, True), ("fair", "mixed", "biased")),
+        "subjective race: 19 statistics x 2 sides x 3 scenarios x 100 profiles": (
+            _design(19, 3, 100, 4, False), ("fair", "equal sides", "mixed", "biased")),
     }
     if only:
         designs = {k: v for k, v in designs.items() if only in k}
     if quick:
-        designs = {k: v for k, v in designs.items() if "objective race" in k or "subjective" in k}
-        n_seeds, n_boot = min(n_seeds, 20), min(n_boot, 100)
+        designs = {k: (v[0], v[1][:2]) for k, v in designs.items() if "objective race" in k or "subjective" in k}
+        n_seeds = min(n_seeds, 10)
+    n_sim = min(n_boot, 100 if quick else MAX_SIM)
     rows: list[dict] = []
-    for d_index, (design_name, (template, scenarios, per_scenario, objective)) in enumerate(designs.items()):
+    for d_index, (design_name, ((template, scenarios, per_scenario, objective), kinds)) in enumerate(designs.items()):
         k, cells = template.k, template.counts.shape[0]
-        for m_index, kind in enumerate(("biased", "fair")):
+        for m_index, kind in enumerate(kinds):
             rng = np.random.default_rng(seed0 + 100 * d_index + m_index)
             probs = _model(rng, cells, scenarios, k, kind)
-            truth_runs = fof.scores_from_counts(_draw(rng, probs, per_scenario, 400 if quick else 4000),
-                                                template, objective, distance="grid")
-            truth = {key: float(np.nanmean(truth_runs[key])) for key in INTERVAL_KEYS}
-            covered = {key: [] for key in INTERVAL_KEYS}
-            estimates = {key: [] for key in INTERVAL_KEYS}
-            rejected = {key: [] for key in TEST_KEYS}
+            truth = defined_scores(template, probs, per_scenario, objective)
+            match = None
+            if not objective:  # attribution: per-statistic probability of naming the background group
+                match = (np.full(cells, 1.0 / k) if kind == "fair" else
+                         np.repeat(np.clip(rng.normal(0.4, 0.1, cells // 2), 0.05, 0.95), 2))
+                truth["attribution_rate"] = float(match.mean())
+            keys = [key for key in INTERVAL_KEYS if key in truth and (key in fof.population_keys(objective) or key in (
+                "s_fact",))] + (["attribution_rate"] if match is not None else [])
+            covered = {key: [] for key in keys}
+            estimates = {key: [] for key in keys}
+            rejected = {key: [] for key in TEST_KEYS + ("attribution_rate",)}
             nulls = {key: [] for key in TEST_KEYS}
             started = time.time()
             for s in range(n_seeds):
-                counts = _draw(rng, probs, per_scenario, 1)[0]
-                res = fof.fact_or_fair_results(_table(template, counts), objective=objective, n_boot=n_boot,
-                                               n_null=n_boot if kind == "fair" else 0, seed=seed0 + s)
-                for key in INTERVAL_KEYS:
+                counts = _draw(rng, probs, per_scenario, 1, match)[0]
+                res = fof.fact_or_fair_results(_table(template, counts), objective=objective,
+                                               rates=("attribution_rate",) if match is not None else (),
+                                               n_boot=n_sim, n_null=n_sim if kind == "fair" else 0, seed=seed0 + s)
+                for key in keys:
                     estimates[key].append(res[key])
-                    covered[key].append(res[f"{key}_ci_low"] <= truth[key] <= res[f"{key}_ci_high"])
+                    low, high = res[f"{key}_ci_low"], res[f"{key}_ci_high"]
+                    covered[key].append(float(low <= truth[key] <= high) if math.isfinite(low) else math.nan)
                 if kind == "fair":
                     for key in TEST_KEYS:
                         rejected[key].append(res[f"{key}_p_null"] < 0.05)
                         nulls[key].append(res[f"{key}_null"])
-            dgp = ("no bias: every group equally likely in every cell" if kind == "fair" else
-                   "biased: per-statistic group preference (Dirichlet), cell and scenario effects")
-            for key in INTERVAL_KEYS:
-                if key == "s_kld_authors" and objective:
-                    continue  # degenerate here: exp(-mean KL) ~ 0 once one cell lacks a class (see docs)
-                cov = float(np.mean(covered[key]))
-                rows.append(dict(benchmark=BENCHMARK, quantity=key, kind="interval", design=design_name, dgp=dgp,
-                                 truth=truth[key], mean_estimate=float(np.nanmean(estimates[key])), coverage=cov,
-                                 rejection_rate=float("nan"), n_seeds=n_seeds, n_boot=n_boot, seed=seed0,
-                                 target_met=bool(0.93 - _mc(n_seeds) <= cov <= 0.97 + _mc(n_seeds)),
-                                 note=f"truth = design-expected score; {time.time() - started:.0f} s for the row set"))
+                    if match is not None:
+                        rejected["attribution_rate"].append(res["attribution_rate_p_null"] < 0.05)
+            seconds = time.time() - started
+            dgp = DGPS[kind]
+            for key in keys:
+                method = ("test inversion over the finite-sample distribution (score as defined)"
+                          if key in fof.POPULATION_SCORES else "recentred bootstrap percentile")
+                rows.append(rate_row(BENCHMARK, key, "interval", design_name, dgp, truth[key], estimates[key],
+                                     covered[key], n_seeds, n_sim, seed0,
+                                     note=f"{method}; truth = the score as the paper defines it; {n_sim} simulated "
+                                          f"runs per path point / replicates (task default 1000); {seconds:.0f} s"))
             if kind == "fair":
                 for key in TEST_KEYS:
-                    rate = float(np.mean(rejected[key]))
-                    rows.append(dict(benchmark=BENCHMARK, quantity=f"{key}_p_null", kind="test", design=design_name,
-                                     dgp=dgp, truth=float("nan"), mean_estimate=float(np.nanmean(estimates[key])),
-                                     coverage=float("nan"), rejection_rate=rate, n_seeds=n_seeds, n_boot=n_boot,
-                                     seed=seed0, target_met=bool(rate <= 0.06 + _mc(n_seeds, 0.05)),
-                                     note="one-sided 'less fair than chance'; exact permutation-type null, "
-                                          "conservative with ties"))
-                    rows.append(dict(benchmark=BENCHMARK, quantity=f"{key}_null", kind="null_floor",
-                                     design=design_name, dgp=dgp, truth=1.0,
-                                     mean_estimate=float(np.nanmean(estimates[key])), coverage=float("nan"),
-                                     rejection_rate=float("nan"), n_seeds=n_seeds, n_boot=n_boot, seed=seed0,
-                                     target_met=None,
-                                     note=f"ideal 1; mean reported {key}_null = {np.nanmean(nulls[key]):.4f}"))
+                    rows.append(rate_row(BENCHMARK, f"{key}_p_null", "test", design_name, dgp, math.nan,
+                                         estimates[key], rejected[key], n_seeds, n_sim, seed0,
+                                         note="one-sided 'less fair than chance' against the fair null (every "
+                                              "group 1/k); exact Monte Carlo null, ties count as extreme"))
+                    rows.append({**rate_row(BENCHMARK, f"{key}_null", "null_floor", design_name, dgp, 1.0,
+                                            nulls[key], [], n_seeds, n_sim, seed0,
+                                            note=f"finite-sample floor (mean _null) vs the definition's 1; mean "
+                                                 f"plug-in of the fair model {np.nanmean(estimates[key]):.4f}")})
+                if match is not None:
+                    rows.append(rate_row(BENCHMARK, "attribution_rate_p_null", "test", design_name, dgp, math.nan,
+                                         estimates["attribution_rate"], rejected["attribution_rate"], n_seeds, n_sim,
+                                         seed0, note="exact one-sided binomial test of 'more than 1/k'"))
     return rows
-
-
-def _mc(n_seeds: int, p: float = 0.95) -> float:
-    """Two Monte Carlo standard errors of a proportion p over n_seeds."""
-    return 2 * float(np.sqrt(p * (1 - p) / max(n_seeds, 1)))
 
 
 if __name__ == "__main__":
@@ -140,7 +194,7 @@ if __name__ == "__main__":
 
     quick = "--quick" in sys.argv
     only = next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--only=")), None)
-    for row in run(200, 1000, quick, only):
+    for row in run(250, 1000, quick, only):
         print(f"{row['design'][:22]:22} {row['dgp'][:8]:8} {row['quantity']:18} {row['kind']:10} "
               f"truth={row['truth']:.4f} est={row['mean_estimate']:.4f} cov={row['coverage']:.3f} "
               f"rej={row['rejection_rate']:.3f} ok={row['target_met']}")
