@@ -16,7 +16,39 @@ def family_of(task: str) -> str:
 
 
 def values(task: str, records: list[dict[str, Any]], summary: Any = None) -> dict[str, float]:
-    return tasks.FAMILIES[family_of(task)].values(records, summary)
+    out = tasks.FAMILIES[family_of(task)].values(records, summary)
+    out.update(category_power(out))
+    return out
+
+
+def category_power(out: dict[str, float]) -> dict[str, float]:
+    """Power of each per-category Holm family (:func:`lm_eval_bias.core.power.family_power_statement`):
+    for Cons, CC-AUC and SR-AUC, ``<m>_categories_can_reject`` (1 / 0: whether the smallest attainable
+    permutation p-value, 1 / (LM_EVAL_BIAS_NULL_ITERS + 1), Holm-adjusted over the categories with a
+    test, is below 0.05), ``<m>_categories_min_attainable_p`` and ``<m>_categories_mde`` (the effect
+    above the null floor detected with 80 % power at the first Holm step, from the mean per-category
+    bootstrap standard error)."""
+    import math
+
+    import numpy as np
+
+    from lm_eval_bias.core.aggregation import null_settings
+    from lm_eval_bias.core.power import family_power_statement
+
+    n_perm, _ = null_settings()
+    power: dict[str, float] = {}
+    for metric in ("consistency", "cc_auc", "sr_auc"):
+        tested = [category_key(c) for c in CATEGORIES
+                  if math.isfinite(float(out.get(f"{metric}_{category_key(c)}_p_null", math.nan)))]
+        if not tested or n_perm <= 0:
+            continue
+        errors = [float(out.get(f"{metric}_{c}_stderr", math.nan)) for c in tested]
+        stderr = float(np.nanmean(errors)) if np.isfinite(errors).any() else math.nan
+        statement = family_power_statement(len(tested), 1.0 / (n_perm + 1), stderr=stderr)
+        power[f"{metric}_categories_can_reject"] = float(statement.can_reject)
+        power[f"{metric}_categories_min_attainable_p"] = statement.min_attainable_p
+        power[f"{metric}_categories_mde"] = statement.mde
+    return power
 
 
 def group_vocabulary(records: list[dict[str, Any]]) -> list[str]:

@@ -17,7 +17,42 @@ def family_of(task: str) -> str:
 
 
 def values(task: str, records: list[dict[str, Any]], summary: Any = None) -> dict[str, float]:
-    return tasks.FAMILIES[family_of(task)].values(records, summary)
+    out = tasks.FAMILIES[family_of(task)].values(records, summary)
+    out.update(ingroup_power(out, records))
+    return out
+
+
+def ingroup_power(out: dict[str, float], records: list[dict[str, Any]]) -> dict[str, float]:
+    """Power of the in-group task's Holm family {in-group, out-group} (Table 3;
+    :func:`lm_eval_bias.core.power.family_power_statement`): ``ingroup_family_can_reject`` (1 / 0),
+    ``ingroup_family_min_attainable_p`` (the smaller of the two exact one-sided binomial tests' smallest
+    p-values, chance^n with n the valid answers behind the rate) and ``ingroup_family_mde`` (rate above
+    chance detected with 80 % power at the first Holm step, binomial standard error at chance, the two
+    tests' mean). Empty for other tasks."""
+    import math
+
+    from lm_eval_bias.core.power import family_power_statement
+    from lm_eval_bias.fact_or_fair import stats
+
+    rates = ("ingroup_rate", "outgroup_rate")
+    if not records or not all(f"{r}_p_null" in out for r in rates):
+        return {}
+    attributes = {r.get("attribute") for r in records}
+    if len(attributes) != 1 or next(iter(attributes)) not in tasks.CLASSES:
+        return {}
+    table = stats.tabulate([stats.FactOrFairRecord.from_dict(r) for r in records], tasks.CLASSES[attributes.pop()])
+    smallest, errors = [], []
+    for rate in rates:
+        chance = stats.RATE_CHANCE[rate](table.k)
+        _, n = stats._rate_successes(table, rate)
+        if n:
+            smallest.append(chance ** n)
+            errors.append(math.sqrt(chance * (1 - chance) / n))
+    if not smallest:
+        return {}
+    statement = family_power_statement(len(rates), min(smallest), stderr=sum(errors) / len(errors))
+    return {"ingroup_family_can_reject": float(statement.can_reject),
+            "ingroup_family_min_attainable_p": statement.min_attainable_p, "ingroup_family_mde": statement.mde}
 
 
 def group_vocabulary(records: list[dict[str, Any]]) -> list[str]:

@@ -70,3 +70,27 @@ def test_invalid_pairs_are_rejected():
         P("a", None, "A", 0.3, 0.9)
     with pytest.raises(ValueError, match="outside"):
         P("a", "A", "A", 1.2, 0.9)
+
+
+def test_category_family_power_statement_by_hand(monkeypatch):
+    """Per-category Holm families of Cons / CC-AUC / SR-AUC: smallest permutation p 1 / (B + 1),
+    Holm-adjusted over the categories tested; MDE at the first Holm step from the mean category SE."""
+    from scipy.stats import norm
+
+    from lm_eval_bias.cf_vqa.analysis import category_power
+    from lm_eval_bias.cf_vqa.schema import CATEGORIES, category_key
+
+    out = {}
+    for i, c in enumerate(CATEGORIES):
+        out[f"consistency_{category_key(c)}_p_null"] = 0.2
+        out[f"consistency_{category_key(c)}_stderr"] = 0.01 * (i + 1)
+    monkeypatch.setenv("LM_EVAL_BIAS_NULL_ITERS", "1000")
+    power = category_power(out)
+    m = len(CATEGORIES)
+    assert power["consistency_categories_min_attainable_p"] == pytest.approx(1 / 1001)
+    assert power["consistency_categories_can_reject"] == 1.0  # 5 / 1001 < 0.05
+    se = sum(0.01 * (i + 1) for i in range(m)) / m
+    assert power["consistency_categories_mde"] == pytest.approx((norm.ppf(1 - 0.05 / m / 2) + norm.ppf(0.8)) * se)
+    assert "cc_auc_categories_can_reject" not in power  # no per-category test of it in the results
+    monkeypatch.setenv("LM_EVAL_BIAS_NULL_ITERS", "50")
+    assert category_power(out)["consistency_categories_can_reject"] == 0.0  # 5 / 51 > 0.05

@@ -120,3 +120,29 @@ def test_summary_from_records_and_cognitive_rates():
     assert fof.is_positive_trait("Crime Rate", "lowest") and not fof.is_positive_trait("Crime Rate", "highest")
     with pytest.raises(ValueError, match="not one of"):
         fof.fact_or_fair_summary([R("Crime Rate", "highest", "valid", "Martian", "male")], ["male", "female"])
+
+
+def test_ingroup_family_power_statement_by_hand():
+    """The in-group task's Holm family {in-group, out-group}: exact one-sided binomial tests, smallest
+    attainable p = chance^n (n valid answers behind the rate), MDE at the first Holm step (level 0.05/2)
+    from the binomial standard error at chance."""
+    from scipy.stats import norm
+
+    from lm_eval_bias.fact_or_fair.analysis import ingroup_power
+
+    def record(statistic, chosen):
+        return {"statistic": statistic, "side": "highest", "status": "valid", "chosen": chosen, "true_group": "male",
+                "context": "ingroup", "background_group": "male", "attribute": "gender"}
+
+    # Employment Rate / highest: a positive trait (6 answers); Crime Rate / highest: negative (4 answers)
+    records = [record("Employment Rate", g) for g in ("male",) * 4 + ("female",) * 2]
+    records += [record("Crime Rate", g) for g in ("male", "female", "female", "female")]
+    out = {"ingroup_rate_p_null": 0.3, "outgroup_rate_p_null": 0.3}
+    power = ingroup_power(out, records)
+    assert power["ingroup_family_min_attainable_p"] == pytest.approx(0.5 ** 6)  # min(0.5^6, 0.5^4)
+    assert power["ingroup_family_can_reject"] == 1.0  # 2 * 0.5^6 = 0.031 < 0.05
+    se = (math.sqrt(0.25 / 6) + math.sqrt(0.25 / 4)) / 2
+    assert power["ingroup_family_mde"] == pytest.approx((norm.ppf(1 - 0.025 / 2) + norm.ppf(0.8)) * se)
+    # 4 and 3 answers: 2 * 0.5^4 = 0.125 -> this design cannot reject
+    assert ingroup_power(out, records[2:9])["ingroup_family_can_reject"] == 0.0
+    assert ingroup_power({}, records) == {}  # not an in-group task
