@@ -1,24 +1,31 @@
-"""Calibration of the REFLECT statistics (issue 14): seeded models with known truth at the paper's sizes.
+"""Calibration of the REFLECT statistics (issues 14, 31): seeded models with known truth at the paper's
+designs, through the project's own default functions (``twoafc_summary``, ``mcq_summary``,
+``portrait_permutation_tests`` / ``cluster_robust_tests``, the template bootstrap of ``salary_summary``).
 
-Designs (REFLECT Sec. 4, App. C.3, C.6): 6 occupations x 8 source photos = 48 templates, 10 groups
-(5 races x 2 genders). Every simulated model gives each counterfactual image (template t, group g) an
-idiosyncratic "portrait" effect on top of its group effect, so that images are not interchangeable
-even without bias; the statistics are the ones the tasks call (``twoafc_summary``, ``mcq_summary``,
-``portrait_permutation_tests`` / ``cluster_robust_tests`` / ``salary_summary``).
+Designs (REFLECT Sec. 4, App. C.3, C.6): 6 occupations x 8 source photos = 48 templates (the paper's),
+6 x 2 = 12 and 3 occupations x 2 = 6 templates (the smallest design with two templates per occupation,
+which the rescaled bootstrap needs), 10 groups (5 races x 2 genders). Every simulated model gives each
+counterfactual image (template t, group g) a "portrait" effect on top of its group effect, and the
+heterogeneous nulls add a TEMPLATE-specific gender slope (sd 0.3 / 0.6 logit, zero on average): the
+average effect is 0 but some templates favour men and others women.
 
 - 2AFC: 45 pairs x 2 orders per template; P(choose the image shown as A) = logistic(u_A - u_B + 0.3)
-  (position bias), u = group effect + portrait effect ~ N(0, 0.5^2); 5 % refusals. Truths from the
-  expected retained wins of 20,000 simulated templates. Three models: no bias, a moderate bias (no cell
-  extreme: Ext's truth 0) and a strong bias (13 of 45 cells beyond 0.9, 8 of them near it: Ext's truth
-  0.289), so that Pol's and Ext's default intervals are checked at the boundary and away from it.
+  (position bias), u = c x group effect + portrait effect ~ N(0, 0.5^2) (+ template gender slope);
+  5 % refusals. The scale c is set (by bisection on the population truth) so that Pol takes the grid
+  values 0, the detection limit (Pol .05 at 48 templates, .10-.15 at 12, .15 at 6) and a strong effect
+  (the "strong" model: 13 of 45 cells beyond 0.9, several near it: Ext's truth 0.289). Truths from the
+  expected retained wins of 20,000 simulated templates.
+- MCQ (6 salary bins): one call per image, answer ~ softmax(base + occupation shift + c x group shift x
+  slope + portrait effect ~ N(0, 0.5^2) per option); 5 % refusals; c set so that jsd_male is 0, .03,
+  .06 (the issue's range) or a strong 0.1. Truths from 20,000 simulated templates.
+- Salary: 50 biographies per occupation; answer = base_o (1 + group + portrait + template gender slope +
+  biography + noise), portrait effect sd 0 / 1 % / 3 % of salary, template gender slope sd 0 / 2 % / 5 %,
+  biography sd 20 %, noise sd 10 %.
 
 Row roles (``role``): "default" for what the tasks report by default, "paper" for the paper's procedures
 kept by name (the percentile intervals of plug-in magnitudes ``<m>_ci_low_paper``, the unit-clustered
-salary tests ``p_*_paper``), "diagnostic" for family-wise error rates without the Holm adjustment.
-- MCQ (6 salary bins): one call per image, answer ~ softmax(base + occupation shift + group shift +
-  portrait effect ~ N(0, 0.5^2) per option); 5 % refusals. Truths from 20,000 simulated templates.
-- Salary: 50 biographies per occupation; answer = base_o (1 + group + portrait + biography + noise),
-  portrait effect sd 0 / 1 % / 3 % of salary, biography sd 20 %, noise sd 10 %.
+salary tests ``p_*_paper``), "diagnostic" for family-wise error rates without the Holm adjustment and for
+tests whose null is false under the model (Pol's "more than chance" under a template-specific slope).
 
 ``python -m scripts.calibration.reflect [--quick]`` prints the table.
 """
@@ -33,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from lm_eval_bias.reflect.schema import GROUPS, OCCUPATIONS, RACES
+from scripts.calibration import rate_row
 from lm_eval_bias.reflect import mcq as mcq_stats
 from lm_eval_bias.reflect import salary as salary_stats
 from lm_eval_bias.reflect import twoafc as twoafc_stats
@@ -48,8 +56,12 @@ def group_effects(man: float, race: dict[str, float]) -> np.ndarray:
     return np.asarray([man * IS_MAN[k] + race.get(RACE_KEYS[RACE_OF[k]], 0.0) for k in range(len(GROUPS))])
 
 
-def _templates(n_per_occupation: int):
-    return [(o, f"{o}/{k}") for o in OCCUPATIONS for k in range(n_per_occupation)]
+def _templates(n_per_occupation: int, occupations=OCCUPATIONS):
+    return [(o, f"{o}/{k}") for o in occupations for k in range(n_per_occupation)]
+
+
+#: (label, occupations, photos per occupation) of the calibrated designs
+DESIGNS = {48: (OCCUPATIONS, 8), 12: (OCCUPATIONS, 2), 6: (OCCUPATIONS[:3], 2)}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -62,11 +74,13 @@ def _logistic(x):
     return 1.0 / (1.0 + np.exp(-x))
 
 
-def simulate_2afc(rng, beta: np.ndarray, portrait_sd: float, n_per_occupation: int = 8) -> list:
+def simulate_2afc(rng, beta: np.ndarray, portrait_sd: float, n_per_occupation: int = 8, template_sd: float = 0.0,
+                  occupations=OCCUPATIONS) -> list:
     calls = []
     iu, ju = np.triu_indices(10, k=1)
-    for occupation, template in _templates(n_per_occupation):
-        u = beta + rng.normal(0.0, portrait_sd, 10)
+    for occupation, template in _templates(n_per_occupation, occupations):
+        u = beta + rng.normal(0.0, portrait_sd, 10) + rng.normal(0.0, template_sd) * IS_MAN if template_sd else \
+            beta + rng.normal(0.0, portrait_sd, 10)
         for a_idx, b_idx, order in ((iu, ju, "AB"), (ju, iu, "BA")):
             p_a = _logistic(u[a_idx] - u[b_idx] + POSITION_BIAS)
             chose_a = rng.random(p_a.size) < p_a
@@ -82,10 +96,12 @@ def simulate_2afc(rng, beta: np.ndarray, portrait_sd: float, n_per_occupation: i
     return calls
 
 
-def truth_2afc(beta: np.ndarray, portrait_sd: float, n: int = 20_000, seed: int = 99) -> dict[str, float]:
+def truth_2afc(beta: np.ndarray, portrait_sd: float, n: int = 20_000, seed: int = 99, template_sd: float = 0.0) -> dict[str, float]:
     """Win rates and Pol of the population: expected retained wins summed over many templates."""
     rng = np.random.default_rng(seed)
     u = beta[None, :] + rng.normal(0.0, portrait_sd, (n, 10))
+    if template_sd:
+        u = u + rng.normal(0.0, template_sd, (n, 1)) * IS_MAN[None, :]
     d = u[:, :, None] - u[:, None, :]                                     # d[t, i, j] = u_i - u_j
     # i wins a retained comparison: chosen as A in AB (i shown first) and as B in BA (j shown first)
     wins = (_logistic(d + POSITION_BIAS) * (1.0 - _logistic(-d + POSITION_BIAS))).sum(axis=0)
@@ -100,17 +116,22 @@ MCQ_BASE = np.asarray([-1.0, 0.0, 0.5, 0.5, 0.0, -1.0])
 MCQ_SLOPE = np.linspace(-1.0, 1.0, 6)  # a group effect b shifts the logits by b * slope (higher bins)
 
 
-def _mcq_probs(rng, beta: np.ndarray, portrait_sd: float, n_templates: int, occupation_shift: np.ndarray):
-    logits = (MCQ_BASE[None, None, :] + occupation_shift[:, None, :] + beta[None, :, None] * MCQ_SLOPE[None, None, :]
+def _mcq_probs(rng, beta: np.ndarray, portrait_sd: float, n_templates: int, occupation_shift: np.ndarray,
+               template_sd: float = 0.0):
+    effect = np.broadcast_to(beta[None, :], (n_templates, 10))
+    if template_sd:
+        effect = effect + rng.normal(0.0, template_sd, (n_templates, 1)) * IS_MAN[None, :]
+    logits = (MCQ_BASE[None, None, :] + occupation_shift[:, None, :] + effect[:, :, None] * MCQ_SLOPE[None, None, :]
               + rng.normal(0.0, portrait_sd, (n_templates, 10, 6)))
     z = np.exp(logits - logits.max(axis=2, keepdims=True))
     return z / z.sum(axis=2, keepdims=True)
 
 
-def simulate_mcq(rng, beta: np.ndarray, portrait_sd: float, n_per_occupation: int = 8) -> list:
-    templates = _templates(n_per_occupation)
+def simulate_mcq(rng, beta: np.ndarray, portrait_sd: float, n_per_occupation: int = 8, template_sd: float = 0.0,
+                 occupations=OCCUPATIONS) -> list:
+    templates = _templates(n_per_occupation, occupations)
     occ_shift = {o: np.random.default_rng(zlib.crc32(o.encode())).normal(0.0, 0.3, 6) for o in OCCUPATIONS}
-    probs = _mcq_probs(rng, beta, portrait_sd, len(templates), np.stack([occ_shift[o] for o, _ in templates]))
+    probs = _mcq_probs(rng, beta, portrait_sd, len(templates), np.stack([occ_shift[o] for o, _ in templates]), template_sd)
     records = []
     for t, (occupation, template) in enumerate(templates):
         for g in range(10):
@@ -121,11 +142,12 @@ def simulate_mcq(rng, beta: np.ndarray, portrait_sd: float, n_per_occupation: in
     return records
 
 
-def truth_mcq(beta: np.ndarray, portrait_sd: float, n: int = 20_000, seed: int = 98) -> dict[str, float]:
+def truth_mcq(beta: np.ndarray, portrait_sd: float, n: int = 20_000, seed: int = 98, template_sd: float = 0.0,
+              occupations=OCCUPATIONS) -> dict[str, float]:
     rng = np.random.default_rng(seed)
-    occ = np.stack([np.random.default_rng(zlib.crc32(o.encode())).normal(0.0, 0.3, 6) for o in OCCUPATIONS])
-    shift = occ[np.arange(n) % len(OCCUPATIONS)]
-    expected = _mcq_probs(rng, beta, portrait_sd, n, shift).sum(axis=0)     # expected answers per group
+    occ = np.stack([np.random.default_rng(zlib.crc32(o.encode())).normal(0.0, 0.3, 6) for o in occupations])
+    shift = occ[np.arange(n) % len(occupations)]
+    expected = _mcq_probs(rng, beta, portrait_sd, n, shift, template_sd).sum(axis=0)     # expected answers per group
     return mcq_stats.mcq_metrics({"answers": expected, "n_calls": 1.0, "n_valid": 1.0, "n_refusal": 0.0, "n_invalid": 0.0},
                                  mcq_stats.SALARY_OPTIONS, mcq_stats.SALARY_BIN_MIDPOINTS_USD)
 
@@ -136,11 +158,12 @@ def truth_mcq(beta: np.ndarray, portrait_sd: float, n: int = 20_000, seed: int =
 SALARY_BASE = {o: 50_000 + 20_000 * k for k, o in enumerate(OCCUPATIONS)}
 
 
-def simulate_salary(rng, beta: np.ndarray, portrait_sd: float, n_per_occupation: int = 8, n_bios: int = 50) -> list:
+def simulate_salary(rng, beta: np.ndarray, portrait_sd: float, n_per_occupation: int = 8, n_bios: int = 50,
+                    template_sd: float = 0.0) -> list:
     records = []
     bio_effect = {o: rng.normal(0.0, 0.2, n_bios) for o in OCCUPATIONS}
     for occupation, template in _templates(n_per_occupation):
-        portrait = rng.normal(0.0, portrait_sd, 10)
+        portrait = rng.normal(0.0, portrait_sd, 10) + (rng.normal(0.0, template_sd) * IS_MAN if template_sd else 0.0)
         noise = rng.normal(0.0, 0.1, (n_bios, 10))
         values = SALARY_BASE[occupation] * (1.0 + beta[None, :] + portrait[None, :] + bio_effect[occupation][:, None] + noise)
         for b in range(n_bios):
@@ -161,161 +184,191 @@ def truth_salary(beta: np.ndarray) -> dict[str, float]:
 # Rows
 # --------------------------------------------------------------------------------------------------
 def _row(quantity, kind, design, dgp, truth, estimates, hits, n_seeds, n_boot, seed, note="", role="default") -> dict[str, Any]:
-    hits = np.asarray(hits, dtype=np.float64)
-    hits = hits[~np.isnan(hits)]
-    rate = float(hits.mean()) if hits.size else float("nan")
-    coverage = rate if kind == "interval" else float("nan")
-    rejection = rate if kind == "test" else float("nan")
-    mc = 1.96 * math.sqrt(0.05 * 0.95 / max(n_seeds, 1))  # Monte Carlo error of a 5 % rate
-    if kind == "interval" and np.isfinite(coverage):
-        met = bool(0.93 - mc <= coverage <= 0.97 + mc)
-    elif kind == "test" and np.isfinite(rejection):
-        met = bool(0.04 - mc <= rejection <= 0.06 + mc) if "power" not in note else None
-    else:
-        met = None
-    return {"benchmark": BENCHMARK, "quantity": quantity, "kind": kind, "design": design, "dgp": dgp,
-            "truth": float(truth), "mean_estimate": float(np.nanmean(estimates)) if len(estimates) else float("nan"),
-            "coverage": coverage, "rejection_rate": rejection, "n_seeds": n_seeds, "n_boot": n_boot, "seed": seed,
-            "target_met": met, "note": note, "role": role}
+    return rate_row(BENCHMARK, quantity, kind, design, dgp, truth, estimates, hits, n_seeds, n_boot, seed, note=note, role=role)
 
 
 def _covers(low, high, truth) -> float:
     if not (np.isfinite(low) and np.isfinite(high)):
         return float("nan")
-    return float(low <= truth <= high)
+    return float(low - 1e-12 <= truth <= high + 1e-12)
 
 
-#: the magnitudes of the 2AFC tasks: default interval = boundary-aware bias-corrected (``<m>_ci_low``),
-#: the paper's percentile interval of the plug-in = ``<m>_ci_low_paper`` (role "paper")
+def _scale_for(truth_of, target: float, hi: float = 6.0) -> float:
+    """The scale c in [0, hi] with truth_of(c) = target (bisection; truth_of increasing in c)."""
+    lo = 0.0
+    for _ in range(30):
+        mid = (lo + hi) / 2.0
+        lo, hi = (mid, hi) if truth_of(mid) < target else (lo, mid)
+    return (lo + hi) / 2.0
+
+
+#: the magnitudes of the 2AFC tasks: default interval = ``<m>_ci_low``/``_ci_high`` (Pol: profiled test inversion,
+#: Ext: simultaneous band of the cells), the paper's percentile interval of the plug-in = ``<m>_ci_low_paper`` ("paper")
 MAGNITUDES = ("polarization", "extreme_cell_rate")
+BASE_2AFC = group_effects(0.3, {"white": 0.3, "black": -0.2, "latino": 0.1, "middle_eastern": -0.2})
+STRONG_2AFC = group_effects(0.5, {"white": 1.0, "black": -1.0, "latino": 0.5, "middle_eastern": -0.5})
+#: Pol truths at the detection limit of each design (issue 31)
+POL_GRID = {48: (0.05, 0.10), 12: (0.10, 0.15), 6: (0.15,)}
+#: template-specific gender slopes (sd, logit) of the heterogeneous nulls
+TEMPLATE_SLOPES = (0.3, 0.6)
 
 
-def run_2afc(n_seeds: int, n_boot: int, n_per_occupation: int, seed: int = 0) -> list[dict]:
-    design = f"{6 * n_per_occupation} templates x 45 pairs x 2 orders"
+def _twoafc_scenarios(design: int) -> list[tuple[str, np.ndarray, float]]:
+    zero = group_effects(0.0, {})
+    out = [("no bias", zero, 0.0)]
+    for target in POL_GRID[design]:
+        c = _scale_for(lambda c: truth_2afc(c * BASE_2AFC, 0.5, n=4000)["polarization"], target)
+        out.append((f"Pol {target:.2f}: {c:.2f} x (man +0.3, White +0.3, Black -0.2, Latino +0.1, Middle Eastern -0.2 logits)",
+                    c * BASE_2AFC, 0.0))
+    out.append(("strong bias (man +0.5, White +1, Black -1, Latino +0.5, Middle Eastern -0.5 logits; Ext 13/45 cells, "
+                "several near 0.9)", STRONG_2AFC, 0.0))
+    if design != 6:
+        out += [(f"no average bias; template-specific gender slope sd {sd} logit", zero, sd) for sd in TEMPLATE_SLOPES]
+    return out
+
+
+def run_2afc(n_seeds: int, n_boot: int, designs=(48, 12, 6), seed: int = 0) -> list[dict]:
     rows = []
-    effects = {"no bias": (group_effects(0.0, {}), 0.5),
-               "bias (man +0.3, White +0.3, Black -0.2, Latino +0.1, Middle Eastern -0.2 logits)":
-                   (group_effects(0.3, {"white": 0.3, "black": -0.2, "latino": 0.1, "middle_eastern": -0.2}), 0.5),
-               # strong enough that some cells are extreme (w > 0.9): Ext's truth is 13/45, several cells near 0.9
-               "strong bias (man +0.5, White +1, Black -1, Latino +0.5, Middle Eastern -0.5 logits)":
-                   (group_effects(0.5, {"white": 1.0, "black": -1.0, "latino": 0.5, "middle_eastern": -0.5}), 0.5)}
-    for dgp, (beta, sd) in effects.items():
-        dgp_text = f"{dgp}; portrait effect sd {sd} logit, position bias 0.3, 5 % refusals"
-        truth = truth_2afc(beta, sd)
-        keys = list(twoafc_stats.WIN_RATE_KEYS) + list(MAGNITUDES)
-        paper = [f"{m}_paper" for m in MAGNITUDES]
-        est = {k: [] for k in keys + ["polarization_debiased", "polarization_null", "extreme_cell_rate_null"]}
-        cover = {k: [] for k in keys + paper}
-        tests = {k: [] for k in ("p_male_win_rate", "p_win_rate_white", "polarization_p_null", "extreme_cell_rate_p_null",
-                                 "any raw", "any holm")}
-        strong = dgp.startswith("strong")
-        for s in range(seed, seed + n_seeds):
-            summary = twoafc_stats.twoafc_summary(simulate_2afc(np.random.default_rng([s, 1, zlib.crc32(dgp.encode()) % 1000]), beta, sd,
-                                                                n_per_occupation), n_boot=n_boot, seed=s, n_null=n_boot)
-            d = summary.derived
+    args = (n_seeds, n_boot, seed)
+    for design in designs:
+        occupations, per = DESIGNS[design]
+        design_text = f"{design} templates ({len(occupations)} occupations x {per} photos) x 45 pairs x 2 orders"
+        for dgp, beta, template_sd in _twoafc_scenarios(design):
+            dgp_text = f"{dgp}; portrait effect sd 0.5 logit, position bias 0.3, 5 % refusals"
+            truth = truth_2afc(beta, 0.5, template_sd=template_sd)
+            keys = ["male_win_rate", "win_rate_white", *MAGNITUDES]
+            est = {k: [] for k in keys + ["polarization_null", "extreme_cell_rate_null"]}
+            cover = {k: [] for k in keys + [f"{m}_paper" for m in MAGNITUDES]}
+            tests = {k: [] for k in ("p_male_win_rate", "p_win_rate_white", "polarization_p_null", "extreme_cell_rate_p_null",
+                                     "any raw", "any holm")}
+            for s in range(seed, seed + n_seeds):
+                rng = np.random.default_rng([s, 1, design, zlib.crc32(dgp.encode()) % 1000])
+                summary = twoafc_stats.twoafc_summary(simulate_2afc(rng, beta, 0.5, per, template_sd, occupations),
+                                                      n_boot=n_boot, seed=s, n_null=n_boot)
+                d = summary.derived
+                for k in keys:
+                    est[k].append(summary.estimates[k])
+                    cover[k].append(_covers(summary.ci_low[k], summary.ci_high[k], truth[k]))
+                for m in MAGNITUDES:
+                    est[f"{m}_null"].append(d[f"{m}_null"])
+                    cover[f"{m}_paper"].append(_covers(d[f"{m}_ci_low_paper"], d[f"{m}_ci_high_paper"], truth[m]))
+                for k in ("p_male_win_rate", "p_win_rate_white", "polarization_p_null", "extreme_cell_rate_p_null"):
+                    tests[k].append(float(d[k] < 0.05) if np.isfinite(d[k]) else np.nan)
+                tests["any raw"].append(min(d[f"p_{k}"] for k in twoafc_stats.WIN_RATE_KEYS) < 0.05)
+                tests["any holm"].append(min(d[f"p_{k}_holm"] for k in twoafc_stats.WIN_RATE_KEYS) < 0.05)
+            null = not np.any(beta)
             for k in keys:
-                est[k].append(summary.estimates[k])
-                cover[k].append(_covers(summary.ci_low[k], summary.ci_high[k], truth[k]))
+                if k in MAGNITUDES:
+                    note = ("profiled test inversion (mean_abs_deviation_interval)" if k == "polarization"
+                            else "simultaneous max-t band of the cells (extreme_share_interval)")
+                else:
+                    note = "rescaled (Rao-Wu) template bootstrap, percentile interval"
+                rows.append(_row(k, "interval", design_text, dgp_text, truth[k], est[k], cover[k], *args, note=note))
             for m in MAGNITUDES:
-                est[f"{m}_null"].append(d[f"{m}_null"])
-                cover[f"{m}_paper"].append(_covers(d[f"{m}_ci_low_paper"], d[f"{m}_ci_high_paper"], truth[m]))
-            est["polarization_debiased"].append(d["polarization_debiased"])
-            for k in ("p_male_win_rate", "p_win_rate_white", "polarization_p_null", "extreme_cell_rate_p_null"):
-                tests[k].append(d[k] < 0.05)
-            tests["any raw"].append(min(d[f"p_{k}"] for k in twoafc_stats.WIN_RATE_KEYS) < 0.05)
-            tests["any holm"].append(min(d[f"p_{k}_holm"] for k in twoafc_stats.WIN_RATE_KEYS) < 0.05)
-        args = (n_seeds, n_boot, seed)
-        null = dgp == "no bias"
-        for k in keys:
-            if (null or strong) and k not in ("male_win_rate", "win_rate_white", *MAGNITUDES):
+                rows.append(_row(f"{m}_ci_low_paper/_ci_high_paper", "interval", design_text, dgp_text, truth[m], est[m],
+                                 cover[f"{m}_paper"], *args, role="paper",
+                                 note="the paper's percentile interval of the plug-in (targets its expectation, biased upward)"))
+            if not null:
                 continue
-            if k in MAGNITUDES:
-                how = "bias-corrected basic" if twoafc_stats.MAGNITUDE_METHODS[k] == "basic" else "percentile"
-                note = (f"boundary-aware {how} interval (default _ci_low/_ci_high): lower end 0 unless "
-                        f"{k}_p_null < 0.05")
-                if k == "polarization":
-                    note += f"; mean polarization_debiased = {np.nanmean(est['polarization_debiased']):.4f}"
-            else:
-                note = "rescaled (Rao-Wu) template bootstrap, percentile interval"
-            rows.append(_row(k, "interval", design, dgp_text, truth[k], est[k], cover[k], *args, note=note))
-        for m in MAGNITUDES:
-            rows.append(_row(f"{m}_ci_low_paper/_ci_high_paper", "interval", design, dgp_text, truth[m], est[m],
-                             cover[f"{m}_paper"], *args, role="paper",
-                             note="the paper's percentile interval of the plug-in (targets its expectation, biased upward)"))
-        if null:
-            rows.append(_row("polarization", "null_floor", design, dgp_text, 0.0, est["polarization"], [], *args,
-                             note=f"plug-in Pol without bias; mean polarization_null = {np.nanmean(est['polarization_null']):.4f}"))
-            rows.append(_row("extreme_cell_rate", "null_floor", design, dgp_text, 0.0, est["extreme_cell_rate"], [], *args))
-            for k in ("p_male_win_rate", "p_win_rate_white", "polarization_p_null", "extreme_cell_rate_p_null"):
-                rows.append(_row(k, "test", design, dgp_text, float("nan"), [], tests[k], *args,
-                                 note="within-template permutation of group labels"))
-            rows.append(_row("any of 6 win-rate tests, raw p < 0.05", "test", design, dgp_text, float("nan"), [],
+            if not template_sd:
+                rows.append(_row("polarization", "null_floor", design_text, dgp_text, 0.0, est["polarization"], [], *args,
+                                 note=f"plug-in Pol without bias; mean polarization_null = {np.nanmean(est['polarization_null']):.4f}"))
+                rows.append(_row("extreme_cell_rate", "null_floor", design_text, dgp_text, 0.0, est["extreme_cell_rate"], [],
+                                 *args))
+            for k in ("p_male_win_rate", "p_win_rate_white"):
+                rows.append(_row(k, "test", design_text, dgp_text, float("nan"), [], tests[k], *args,
+                                 note="template-level relabelling (the test of the average effect)"))
+            for k in ("polarization_p_null", "extreme_cell_rate_p_null"):
+                if template_sd:
+                    rows.append(_row(k, "test", design_text, dgp_text, float("nan"), [], tests[k], *args, role="diagnostic",
+                                     note="null 'labels exchangeable within each template' is FALSE here (templates "
+                                          "favour one gender): a power figure, not a level"))
+                else:
+                    rows.append(_row(k, "test", design_text, dgp_text, float("nan"), [], tests[k], *args,
+                                     note="within-template permutation of all ten labels"))
+            rows.append(_row("any of 6 win-rate tests, raw p < 0.05", "test", design_text, dgp_text, float("nan"), [],
                              tests["any raw"], *args, role="diagnostic",
                              note="family-wise error without adjustment (not a target)"))
-            rows.append(_row("any of 6 win-rate tests, Holm p < 0.05", "test", design, dgp_text, float("nan"), [],
+            rows.append(_row("any of 6 win-rate tests, Holm p < 0.05", "test", design_text, dgp_text, float("nan"), [],
                              tests["any holm"], *args, note="family-wise error with p_<key>_holm (target <= 5 %)"))
-            rows[-1]["target_met"] = bool(np.mean(tests["any holm"]) <= 0.06 + 1.96 * math.sqrt(0.0475 / n_seeds))
     return rows
 
 
-def run_mcq(n_seeds: int, n_boot: int, n_per_occupation: int, seed: int = 0) -> list[dict]:
-    design = f"{6 * n_per_occupation} templates x 10 photos x 1 call, 6 salary bins"
+MCQ_BASE_EFFECT = group_effects(0.3, {"black": -0.3, "white": 0.2})
+#: jsd_male truths (issue 31: .03-.06 is where the retired rule covered .86-.90) and a strong effect
+JSD_GRID = (0.03, 0.06, 0.1)
+
+
+def run_mcq(n_seeds: int, n_boot: int, designs=(48, 12), seed: int = 0) -> list[dict]:
     rows = []
-    effects = {"no bias": group_effects(0.0, {}),
-               "bias (man +0.3, Black -0.3, White +0.2 on the slope towards higher bins)":
-                   group_effects(0.3, {"black": -0.3, "white": 0.2})}
+    args = (n_seeds, n_boot, seed)
     options, values = mcq_stats.SALARY_OPTIONS, mcq_stats.SALARY_BIN_MIDPOINTS_USD
     jsd = ("jsd_male", "jsd_black")
-    for dgp, beta in effects.items():
-        dgp_text = f"{dgp}; portrait effect sd 0.5 per option logit, 5 % refusals"
-        truth = truth_mcq(beta, 0.5)
-        keys = ["gap_male", "gap_black", *jsd]
-        est = {k: [] for k in keys + [f"{k}{x}" for k in jsd for x in ("_debiased", "_null")]}
-        cover = {k: [] for k in keys + [f"{k}_paper" for k in jsd]}
-        tests = {f"{k}_p_null": [] for k in jsd}
-        for s in range(seed, seed + n_seeds):
-            records = simulate_mcq(np.random.default_rng([s, 2, zlib.crc32(dgp.encode()) % 1000]), beta, 0.5, n_per_occupation)
-            summary = mcq_stats.mcq_summary(records, options, values, n_boot=n_boot, seed=s, n_null=n_boot)
-            d = summary.derived
+    for design in designs:
+        occupations, per = DESIGNS[design]
+        design_text = f"{design} templates ({len(occupations)} occupations x {per} photos) x 10 photos x 1 call, 6 salary bins"
+        zero = group_effects(0.0, {})
+        scenarios = [("no bias", zero, 0.0)]
+        for target in JSD_GRID:
+            c = _scale_for(lambda c: truth_mcq(c * MCQ_BASE_EFFECT, 0.5, n=4000, occupations=occupations)["jsd_male"], target,
+                           hi=40.0)
+            scenarios.append((f"jsd_male {target:.2f}: {c:.2f} x (man +0.3, Black -0.3, White +0.2 on the slope towards "
+                              "higher bins)", c * MCQ_BASE_EFFECT, 0.0))
+        scenarios += [(f"no average bias; template-specific gender slope sd {sd}", zero, sd) for sd in TEMPLATE_SLOPES]
+        for dgp, beta, template_sd in scenarios:
+            dgp_text = f"{dgp}; portrait effect sd 0.5 per option logit, 5 % refusals"
+            truth = truth_mcq(beta, 0.5, template_sd=template_sd, occupations=occupations)
+            keys = ["gap_male", "gap_black", *jsd]
+            est = {k: [] for k in keys + [f"{k}_null" for k in jsd]}
+            cover = {k: [] for k in keys + [f"{k}_paper" for k in jsd]}
+            tests = {f"{k}_p_null": [] for k in jsd}
+            for s in range(seed, seed + n_seeds):
+                rng = np.random.default_rng([s, 2, design, zlib.crc32(dgp.encode()) % 1000])
+                records = simulate_mcq(rng, beta, 0.5, per, template_sd, occupations)
+                summary = mcq_stats.mcq_summary(records, options, values, n_boot=n_boot, seed=s, n_null=n_boot)
+                d = summary.derived
+                for k in keys:
+                    est[k].append(summary.estimates[k])
+                    cover[k].append(_covers(summary.ci_low[k], summary.ci_high[k], truth[k]))
+                for k in jsd:
+                    est[f"{k}_null"].append(d[f"{k}_null"])
+                    cover[f"{k}_paper"].append(_covers(d[f"{k}_ci_low_paper"], d[f"{k}_ci_high_paper"], truth[k]))
+                    tests[f"{k}_p_null"].append(d[f"{k}_p_null"] < 0.05)
             for k in keys:
-                est[k].append(summary.estimates[k])
-                cover[k].append(_covers(summary.ci_low[k], summary.ci_high[k], truth[k]))
+                note = ("test inversion along the pooled-to-group line (jsd_shrinkage_interval)" if k.startswith("jsd")
+                        else "rescaled (Rao-Wu) template bootstrap, percentile interval")
+                rows.append(_row(k, "interval", design_text, dgp_text, truth[k], est[k], cover[k], *args, note=note))
             for k in jsd:
-                est[f"{k}_debiased"].append(d[f"{k}_debiased"])
-                est[f"{k}_null"].append(d[f"{k}_null"])
-                cover[f"{k}_paper"].append(_covers(d[f"{k}_ci_low_paper"], d[f"{k}_ci_high_paper"], truth[k]))
-                tests[f"{k}_p_null"].append(d[f"{k}_p_null"] < 0.05)
-        args = (n_seeds, n_boot, seed)
-        null = dgp == "no bias"
-        for k in keys:
-            if k.startswith("jsd"):
-                note = ("boundary-aware bias-corrected interval (default _ci_low/_ci_high): basic interval, lower end 0 "
-                        f"unless {k}_p_null < 0.05; mean {k}_debiased = {np.nanmean(est[f'{k}_debiased']):.5f}")
-            else:
-                note = "rescaled (Rao-Wu) template bootstrap, percentile interval"
-            rows.append(_row(k, "interval", design, dgp_text, truth[k], est[k], cover[k], *args, note=note))
-        for k in jsd:
-            rows.append(_row(f"{k}_ci_low_paper/_ci_high_paper", "interval", design, dgp_text, truth[k], est[k],
-                             cover[f"{k}_paper"], *args, role="paper", note="percentile interval of the plug-in JSD"))
-        if null:
+                rows.append(_row(f"{k}_ci_low_paper/_ci_high_paper", "interval", design_text, dgp_text, truth[k], est[k],
+                                 cover[f"{k}_paper"], *args, role="paper", note="percentile interval of the plug-in JSD"))
+            if np.any(beta):
+                continue
             for k in jsd:
-                rows.append(_row(k, "null_floor", design, dgp_text, 0.0, est[k], [], *args,
-                                 note=f"plug-in JSD without bias; mean {k}_null = {np.nanmean(est[f'{k}_null']):.4f}"))
-                rows.append(_row(f"{k}_p_null", "test", design, dgp_text, float("nan"), [], tests[f"{k}_p_null"], *args,
-                                 note="within-template permutation of the photos' group labels"))
+                if not template_sd:
+                    rows.append(_row(k, "null_floor", design_text, dgp_text, 0.0, est[k], [], *args,
+                                     note=f"plug-in JSD without bias; mean {k}_null = {np.nanmean(est[f'{k}_null']):.4f}"))
+                rows.append(_row(f"{k}_p_null", "test", design_text, dgp_text, float("nan"), [], tests[f"{k}_p_null"], *args,
+                                 note="template-level relabelling of the photos' gender / race labels"))
     return rows
 
 
 def run_salary(n_seeds: int, n_boot: int, n_per_occupation: int, n_bios: int, seed: int = 0,
-               portrait_sds: tuple[float, ...] = (0.0, 0.01, 0.03), coverage: bool = True) -> list[dict]:
-    design = f"{6 * n_per_occupation} templates x 10 portraits x {n_bios} biographies ({6 * n_per_occupation * 10 * n_bios} answers)"
+               nulls: tuple[tuple[float, float], ...] = ((0.0, 0.0), (0.01, 0.0), (0.03, 0.0), (0.01, 0.02), (0.01, 0.05)),
+               coverage: bool = True) -> list[dict]:
+    """Salary rows; ``nulls`` = (portrait sd, template gender slope sd) pairs, both as shares of salary."""
+    from lm_eval_bias.core.bootstrap import holm, template_bootstrap
+
+    design = (f"{6 * n_per_occupation} templates x 10 portraits x {n_bios} biographies "
+              f"({6 * n_per_occupation * 10 * n_bios} answers)")
     rows = []
     args = (n_seeds, n_boot, seed)
-    for sd in portrait_sds:
-        dgp = f"no bias; per-portrait effect sd {sd:.0%} of salary, biography sd 20 %, noise sd 10 %"
+    for sd, template_sd in nulls:
+        dgp = (f"no average bias; per-portrait effect sd {sd:.0%} of salary, template-specific gender effect sd "
+               f"{template_sd:.0%}, biography sd 20 %, noise sd 10 %")
         hits: dict[str, list] = {}
         for s in range(seed, seed + n_seeds):
-            records = simulate_salary(np.random.default_rng([s, 3, int(sd * 1000)]), np.zeros(10), sd, n_per_occupation, n_bios)
+            records = simulate_salary(np.random.default_rng([s, 3, int(sd * 1000), int(template_sd * 1000)]), np.zeros(10), sd,
+                                      n_per_occupation, n_bios, template_sd)
             p = {**salary_stats.portrait_permutation_tests(records, n_boot, s), **salary_stats.cluster_robust_tests(records)}
             for k, v in p.items():
                 hits.setdefault(k, []).append(v < 0.05)
@@ -324,13 +377,11 @@ def run_salary(n_seeds: int, n_boot: int, n_per_occupation: int, n_bios: int, se
                 sub = [r for r in records if r.occupation == o]
                 for k, v in salary_stats.portrait_permutation_tests(sub, n_boot, s).items():
                     per_occ[f"{o}|{k}"] = v
-            from lm_eval_bias.core.bootstrap import holm
-
             hits.setdefault("any raw", []).append(min(per_occ.values()) < 0.05)
             hits.setdefault("any holm", []).append(min(holm(per_occ).values()) < 0.05)
         for k in (*salary_stats.TEST_KEYS, *salary_stats.PAPER_TEST_KEYS):
             note = "paper's unit-clustered test (App. C.6)" if k.endswith("_paper") else \
-                "within-template permutation of portrait labels (Freedman-Lane)"
+                "template-level relabelling of portrait labels (interaction: Freedman-Lane residuals)"
             rows.append(_row(k, "test", design, dgp, float("nan"), [], hits[k], *args, note=note,
                              role="paper" if k.endswith("_paper") else "default"))
         rows.append(_row("any of 18 per-occupation tests, raw p < 0.05", "test", design, dgp, float("nan"), [],
@@ -338,40 +389,42 @@ def run_salary(n_seeds: int, n_boot: int, n_per_occupation: int, n_bios: int, se
                          note="family-wise error without adjustment (not a target; the policy is Holm)"))
         rows.append(_row("any of 18 per-occupation tests, Holm p < 0.05", "test", design, dgp, float("nan"), [],
                          hits["any holm"], *args, note="family-wise error with the _holm columns (target <= 5 %)"))
-        rows[-1]["target_met"] = bool(np.mean(hits["any holm"]) <= 0.06 + 1.96 * math.sqrt(0.0475 / n_seeds))
     if not coverage:
         return rows
-    beta = group_effects(0.02, {"black": -0.03, "asian": 0.01})
-    truth = truth_salary(beta)
-    dgp = "bias (man +2 %, Black -3 %, Asian +1 %); per-portrait effect sd 3 %, biography sd 20 %, noise sd 10 %"
-    est, cover = {"gap_pct_male": [], "gap_pct_black": []}, {"gap_pct_male": [], "gap_pct_black": []}
-    for s in range(seed, seed + n_seeds):
-        records = simulate_salary(np.random.default_rng([s, 4]), beta, 0.03, n_per_occupation, n_bios)
-        templates, strata, _, counts = salary_stats.salary_count_table(records)
-        estimates = salary_stats.salary_metrics({k: v.sum(axis=0) for k, v in counts.items()})
-        from lm_eval_bias.core.bootstrap import template_bootstrap
-
-        _, low, high = template_bootstrap(counts, strata, salary_stats.salary_metrics, list(est), n_boot, s)
+    for label, beta in (("no bias", np.zeros(10)), ("bias (man +2 %, Black -3 %, Asian +1 %)",
+                                                     group_effects(0.02, {"black": -0.03, "asian": 0.01}))):
+        truth = truth_salary(beta)
+        dgp = f"{label}; per-portrait effect sd 3 %, biography sd 20 %, noise sd 10 %"
+        est, cover = {"gap_pct_male": [], "gap_pct_black": []}, {"gap_pct_male": [], "gap_pct_black": []}
+        for s in range(seed, seed + n_seeds):
+            records = simulate_salary(np.random.default_rng([s, 4, int(np.any(beta))]), beta, 0.03, n_per_occupation, n_bios)
+            templates, strata, _, counts = salary_stats.salary_count_table(records)
+            estimates = salary_stats.salary_metrics({k: v.sum(axis=0) for k, v in counts.items()})
+            _, low, high = template_bootstrap(counts, strata, salary_stats.salary_metrics, list(est), n_boot, s)
+            for k in est:
+                est[k].append(estimates[k])
+                cover[k].append(_covers(low[k], high[k], truth[k]))
         for k in est:
-            est[k].append(estimates[k])
-            cover[k].append(_covers(low[k], high[k], truth[k]))
-    for k in est:
-        rows.append(_row(k, "interval", design, dgp, truth[k], est[k], cover[k], *args,
-                         note="rescaled (Rao-Wu) template bootstrap, percentile interval (salary_summary's)"))
+            rows.append(_row(k, "interval", design, dgp, truth[k], est[k], cover[k], *args,
+                             note="rescaled (Rao-Wu) template bootstrap, percentile interval (salary_summary's)"))
     return rows
 
 
 def run(n_seeds: int, n_boot: int, quick: bool) -> list[dict]:
-    """All REFLECT calibration rows (module docstring). ``quick`` shrinks seeds and resamples, not the
-    designs' structure (4 templates per occupation, 10 biographies)."""
+    """All REFLECT calibration rows (module docstring). ``quick`` shrinks seeds and resamples, the 2AFC and
+    MCQ designs to the 6-template one and the salary design to 4 templates per occupation x 10 biographies."""
     if quick:
         n_seeds, n_boot = min(n_seeds, 4), min(n_boot, 50)
-        per_occ, n_bios = 4, 10
-    else:
-        per_occ, n_bios = 8, 50
-    return (run_2afc(n_seeds, n_boot, per_occ) + run_mcq(n_seeds, n_boot, per_occ)
-            + run_salary(n_seeds, n_boot, per_occ, n_bios))
+        return (run_2afc(n_seeds, n_boot, designs=(6,)) + run_mcq(n_seeds, n_boot, designs=(12,))
+                + run_salary(n_seeds, n_boot, 4, 10, nulls=((0.01, 0.05),)))
+    return (run_2afc(n_seeds, n_boot) + run_mcq(n_seeds, n_boot)
+            + run_salary(min(n_seeds, SALARY_MAX_SEEDS), n_boot, 8, 50,
+                         nulls=((0.0, 0.0), (0.03, 0.0), (0.01, 0.02), (0.01, 0.05))))
 
+
+#: seeds of the salary rows in full mode: the 48 x 10 x 50 design costs ~2 s a seed and null (24,000 answers,
+#: 1 + 6 permutation tests and the paper's regressions); every row states its own ``n_seeds``
+SALARY_MAX_SEEDS = 100
 
 def _print(rows: list[dict]) -> None:
     for r in rows:

@@ -128,13 +128,15 @@ def test_task_keys_carry_intervals_nulls_tests_and_counts():
 def test_calibration_module_rows_quick():
     from scripts.calibration import ROW_FIELDS
 
-    rows = sim.run_2afc(2, 20, 2)
+    rows = sim.run_2afc(2, 20, designs=(6,))
     assert rows and all(set(r) == set(ROW_FIELDS) for r in rows)
     roles = {(r["quantity"], r["dgp"][:8]): r["role"] for r in rows}
     assert roles[("polarization", "no bias;")] == "default"
     assert roles[("polarization_ci_low_paper/_ci_high_paper", "no bias;")] == "paper"
     assert roles[("any of 6 win-rate tests, raw p < 0.05", "no bias;")] == "diagnostic"
     assert any(r["quantity"] == "extreme_cell_rate" and r["dgp"].startswith("strong") and r["truth"] > 0.2 for r in rows)
-    salary_rows = sim.run_salary(2, 20, 2, 4, portrait_sds=(0.0,), coverage=False)
+    assert any(r["dgp"].startswith("Pol 0.15") and abs(r["truth"] - 0.15) < 0.005 for r in rows if r["quantity"] == "polarization")
+    salary_rows = sim.run_salary(2, 20, 2, 4, nulls=((0.0, 0.05),), coverage=False)
+    assert any("template-specific gender effect sd 5%" in r["dgp"] for r in salary_rows)
     assert {r["role"] for r in salary_rows if r["quantity"].endswith("_paper")} == {"paper"}
     assert {r["role"] for r in salary_rows if "raw p" in r["quantity"]} == {"diagnostic"}
