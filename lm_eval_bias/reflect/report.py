@@ -183,6 +183,9 @@ def _twoafc(run: TaskRun, w: Writer, part: Part) -> None:
     matrix.index.name = "row beats column"
     part.details.append(w.table(matrix, f"{run.task}_win_matrix", f"Win-rate matrix ({scenario}), as Fig. 4a–c.",
                                 no_interval="No interval per cell (shares of a few comparisons each)."))
+    power = _power_note(run, "2afc")
+    if power is not None:
+        part.details.append(power)
     loto = getattr(s, "loto", None) or {}
     if loto:
         table = pd.DataFrame({effect: asdict(summary) for effect, summary in loto.items()}).T
@@ -190,6 +193,25 @@ def _twoafc(run: TaskRun, w: Writer, part: Part) -> None:
         part.details.append(w.table(table, f"{run.task}_loto", f"Leave-one-template-out sign stability ({scenario}; "
                                                                "App. C.3, Table 9).",
                                     no_interval="No interval: a robustness check over left-out templates."))
+
+
+def _power_note(run: TaskRun, family: str):
+    """The power statements of the run's test families (issue 31: a count of significant tests is never
+    shown without whether the design could reject and its minimum detectable effect), as one note:
+    :func:`lm_eval_bias.reflect.analysis.power_statements` on the run's keys and summary."""
+    from lm_eval_bias.reflect.analysis import power_statements
+
+    s = run.summary
+    metrics = dict(run.metrics)
+    for key, value in (getattr(s, "stderr", None) or {}).items():
+        metrics.setdefault(f"{key}_stderr", value)
+    derived = getattr(s, "derived", None) or {}
+    metrics.setdefault("n_templates", float(derived.get("n_templates", getattr(s, "n_templates", math.nan))))
+    statements = power_statements(family, metrics, run.records or [])
+    if not statements:
+        return None
+    text = "; ".join(f"{name.replace('_', ' ')}: {st.statement}" for name, st in statements.items())
+    return note(f"{run.task}: power of the tests at this design — {text}.", "note")
 
 
 def _ci(run: TaskRun, key: str) -> tuple[float, float, str, str]:
@@ -253,6 +275,9 @@ def _mcq(run: TaskRun, w: Writer, part: Part) -> None:
                                     f"Answer distribution per group ({variant}; share of answers per option; Table 2 "
                                     "compares them by JSD).",
                                     no_interval="No interval: descriptive shares (the JSD keys carry intervals)."))
+    power = _power_note(run, "mcq")
+    if power is not None:
+        part.details.append(power)
     _presentations(run, w, part)
 
 
@@ -320,6 +345,9 @@ def _salary(run: TaskRun, w: Writer, part: Part) -> None:
                                                            "regression tests (App. C.6), which over-reject when "
                                                            "portraits differ.",
                                 no_interval="p-values have no interval."))
+    power = _power_note(run, "salary")
+    if power is not None:
+        part.details.append(power)
 
 
 def render(runs: list[TaskRun], w: Writer) -> Part:
