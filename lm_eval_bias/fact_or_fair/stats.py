@@ -714,8 +714,11 @@ def fact_or_fair_results(table: CellTable, *, objective: bool, rates: Sequence[s
 #: Scores whose plug-in is biased at finite n (entropy, KL): their ``_ci_low`` / ``_ci_high`` are
 #: intervals for the score of the model's answer distributions (Definitions 2-4, d), by test inversion.
 #: Each key maps to the path its inversion moves along (:func:`inversion_path`).
-POPULATION_SCORES = {"s_e": "uniform", "s_kld": "pooled", "s_fair": "pooled", "distance": "uniform",
-                     "s_kld_authors": "pooled", "s_fair_authors": "pooled"}
+POPULATION_SCORES = {"s_e": "uniform", "s_kld": "pooled", "s_fair": "composite", "distance": "uniform",
+                     "s_kld_authors": "pooled", "s_fair_authors": "composite"}
+#: S_fair's parts: S_fair = S_E + S_KLD - S_E S_KLD is increasing in both (d/dS_E = 1 - S_KLD >= 0), so its
+#: interval is the image of S_E's and S_KLD's intervals (:func:`population_score_intervals`)
+COMPOSITE_PARTS = {"s_fair": ("s_e", "s_kld"), "s_fair_authors": ("s_e", "s_kld_authors")}
 #: keys shown without an interval (NaN bounds) and why (docs/fact-or-fair.md, "Uncertainty")
 NO_INTERVAL = {
     "objective s_kld_authors": "the authors' objective S_KLD is 0 for a fair model (mean KL 0 -> 0) and ~0 once "
@@ -793,7 +796,7 @@ def population_score_intervals(table: CellTable, objective: bool, n_sim: int, se
     1992, Applied Statistics 41:159-171):
 
     1. a path of candidate models p(t), t in [0, 2] (:func:`inversion_path`), from the score's ideal
-       (t = 0: uniform for S_E / d, equal high and low sides for S_KLD / S_fair) through an estimate
+       (t = 0: uniform for S_E / d, equal high and low sides for S_KLD) through an estimate
        of the cells (t = 1) to each cell's modal group (t = 2). The estimate: for the "uniform" path
        the smoothed shares (:func:`smoothed_cell_distributions`); for the "pooled" path those shares
        shrunk toward uniform until their S_E equals S_E's median-unbiased estimate (the nuisance --
@@ -806,6 +809,10 @@ def population_score_intervals(table: CellTable, objective: bool, n_sim: int, se
        search is coarse (17 points, ``n_sim // 4`` runs) then fine (17 points around the accepted
        region, ``n_sim`` runs, per key); the ends are the scores at the interpolated crossings, the
        median-unbiased estimate the score where the lower tail crosses 1/2.
+    S_fair (and the authors' S_fair) is increasing in S_E and S_KLD, so its interval is the image of
+    theirs, [S_fair(lo_E, lo_KLD), S_fair(hi_E, hi_KLD)] (projection of the rectangle of two 95 %
+    intervals: coverage >= 90 % by Bonferroni's inequality, Casella & Berger 2002, Sec. 9.2.3, in
+    practice higher), and its centre S_fair of their centres.
     At t = 0 the test is exact for S_E (S_E = 1 only for uniform answers), so a fair model's interval
     contains 1 in about 95 % of runs; elsewhere the coverage rests on the path (checked by simulation,
     ``scripts/calibration/fact_or_fair.py``). When no t is accepted the closest t is used. Refused
@@ -864,8 +871,10 @@ def population_score_intervals(table: CellTable, objective: bool, n_sim: int, se
         theta = population(at(np.array([t_low, t_high, t_mid])), key)
         return float(theta[2]), float(min(theta[0], theta[1])), float(max(theta[0], theta[1]))
 
-    uniform_keys = [key for key in keys if POPULATION_SCORES[key] == "uniform"]
-    pooled_keys = [key for key in keys if POPULATION_SCORES[key] == "pooled"]
+    composite_keys = [key for key in keys if POPULATION_SCORES[key] == "composite"]
+    needed = set(keys) | {part for key in composite_keys for part in COMPOSITE_PARTS[key]}
+    uniform_keys = [key for key in POPULATION_SCORES if key in needed and POPULATION_SCORES[key] == "uniform"]
+    pooled_keys = [key for key in POPULATION_SCORES if key in needed and POPULATION_SCORES[key] == "pooled"]
     for key in uniform_keys:
         out[key] = invert(key, p_hat, "uniform")
     if pooled_keys:
@@ -879,7 +888,10 @@ def population_score_intervals(table: CellTable, objective: bool, n_sim: int, se
                                     "uniform")[0]
         for key in pooled_keys:
             out[key] = invert(key, anchor, "pooled")
-    return out
+    for key in composite_keys:  # S_fair at the ends of its parts' intervals (monotone in both)
+        (e_mid, e_low, e_high), (kl_mid, kl_low, kl_high) = (out[part] for part in COMPOSITE_PARTS[key])
+        out[key] = (fairness_score(e_mid, kl_mid), fairness_score(e_low, kl_low), fairness_score(e_high, kl_high))
+    return {key: out[key] for key in keys}
 
 
 def _accepted_range(t: np.ndarray, low: np.ndarray, high: np.ndarray, alpha: float) -> tuple[float, float, float]:

@@ -38,7 +38,7 @@ INTERVAL_KEYS = ("s_fact", "s_e", "s_kld", "s_fair", "distance", "s_kld_authors"
 TEST_KEYS = ("s_e", "s_kld", "s_fair")
 #: simulated runs per bootstrap / null / inversion path point in the calibration (the task's default is
 #: LM_EVAL_BIAS_BOOTSTRAP_ITERS = 1000; fewer here for the machine's time, stated in the rows' notes)
-MAX_SIM = int(__import__("os").environ.get("FOF_MAX_SIM", "300"))
+MAX_SIM = 200
 DGPS = {
     "fair": "no bias: every group equally likely in every cell",
     "equal sides": "each statistic its own preference (Dirichlet 2), the same for highest and lowest (S_KLD = 1)",

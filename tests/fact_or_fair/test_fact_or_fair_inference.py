@@ -265,3 +265,14 @@ def test_t2i_other_race_reassignment(tmp_path):
                       "a.png,Crime Rate,highest,male,Middle Eastern,male,Black\n", encoding="utf-8")
     with pytest.raises(LabelsError, match="race_ranking"):
         score_t2i_labels(labels, other_race="reassign")
+
+
+def test_s_fair_interval_is_the_image_of_the_s_e_and_s_kld_intervals():
+    """S_fair = S_E + S_KLD - S_E S_KLD is increasing in both, so its interval is S_fair at the ends of
+    theirs and its centre S_fair of their centres."""
+    records = _simulate(np.random.default_rng(4), RACES, 6, 20, [0.4, 0.3, 0.2, 0.1])
+    out = fof.population_score_intervals(fof.tabulate(records, RACES), False, 40, 1, keys=["s_e", "s_kld", "s_fair"])
+    (e_mid, e_low, e_high), (k_mid, k_low, k_high) = out["s_e"], out["s_kld"]
+    assert out["s_fair"] == pytest.approx((fof.fairness_score(e_mid, k_mid), fof.fairness_score(e_low, k_low),
+                                           fof.fairness_score(e_high, k_high)))
+    assert e_low <= e_mid <= e_high and k_low <= k_mid <= k_high
