@@ -470,24 +470,22 @@ def _reader(key: str) -> Callable[[dict], float]:
 CODEC = RecordCodec(("doc_id", "pair_id", "paradigm", "pair_kind", "gender", "dimension", "left", "right", "question_type",
                      "parameter", "context", "option_activity", "asked", "direction", "status", "chosen_identity",
                      "chosen_activity", "correct"))
-_RATES = ("valid_rate", "valid_rate_stderr", "refusal_rate", "refusal_rate_stderr", "invalid_rate",
-          "invalid_rate_stderr")
 
 
 def headline_keys(paradigm: str) -> tuple[str, ...]:
     """The keys in lm-eval's results (docs/vignette.md "Result keys": *results*): the response rates and
     the paradigm's primary bias measure per bias dimension (Sec. 4.1-4.4); intervals, null floors,
     per-question keys and tests are the analysis."""
+    rates = ("valid_rate", "refusal_rate", "invalid_rate")  # their pair-bootstrap intervals: analysis keys
     if paradigm == "factuality":
-        return (*_RATES, "factuality_accuracy", "factuality_accuracy_stderr",
-                *(f"accuracy_spread_{d}" for d in DIMENSIONS))
+        return (*rates, "factuality_accuracy", "factuality_accuracy_stderr", *(f"accuracy_spread_{d}" for d in DIMENSIONS))
     if paradigm == "perception":
-        return (*_RATES, *(f"activity_selection_spread_{p}" for p in PERCEPTION),
+        return (*rates, *(f"activity_selection_spread_{p}" for p in PERCEPTION),
                 *(f"n_identities_significant_{p}" for p in PERCEPTION))
     if paradigm == "stereotype":
-        return (*_RATES, *(f"mean_abs_polarity_{d}" for d in DIMENSIONS), "n_polarity_cells_significant")
-    # the decision paradigm and its ablations (views: _decision_views): rates and spreads, no _stderr
-    return ("valid_rate", "refusal_rate", "invalid_rate", *(f"selection_spread_{d}" for d in DIMENSIONS))
+        return (*rates, *(f"mean_abs_polarity_{d}" for d in DIMENSIONS), "n_polarity_cells_significant")
+    # the decision paradigm and its ablations (views: _decision_views): rates and spreads
+    return (*rates, *(f"selection_spread_{d}" for d in DIMENSIONS))
 
 
 class DecisionCodec(RecordCodec):
@@ -579,11 +577,309 @@ def _decision_views() -> dict[str, HeadlineView]:
     return views
 
 
+_PAIR_KINDS = ("identity", "identity_activity", "activity", "portrait")
+_QUESTION_TYPES = ("identity_choice", "activity_choice", "what_doing", "who_doing")
+
+
+def _person(descriptor: str, activity: str) -> str:
+    """One person's part of a pair id (:attr:`PairSpec.pair_id`)."""
+    return descriptor + (f"@{activity}" if activity else "")
+
+
+class PairViewCodec(RecordCodec):
+    """The compact record of a VIGNETTE doc under one headline view: exactly the fields the view's
+    statistics read, with everything a doc repeats from its own fields referred to instead of
+    written out, and given back exactly by :meth:`decode`:
+
+    - the image pair's id (``<kind>:<index>:<gender>:<left>@<activity>|<right>@<activity>``,
+      :class:`PairSpec`) as its index when the rest is the record's own kind, gender, people and
+      activities, the doc id (``<pair>|<question type>|<parameter>|<context>|<asked>``) as 0 when it is
+      that;
+    - the right person's activity as 0 when it is the left one's; a person field (``asked``,
+      ``chosen_identity``) as 0 / 1 (left / right), an activity field (``context``, ``chosen_activity``,
+      each of ``option_activity``) as 0 / 1 (left's / right's activity) when it is one of them;
+    - kind, gender, bias dimension, question type, perception question, direction and status as codes,
+      ``correct`` as 1 / 0.
+
+    ``fields``: the view's own fields after the pair's; ``defaults``: the fields the view's docs all
+    share (e.g. ``status`` "valid" for a view of validly answered docs). :meth:`encode` checks that the
+    record decodes back to the same values and otherwise writes the pair and doc ids out in full; a
+    record that differs from a default is an error (the view's ``include`` must select such docs only)."""
+
+    PERSON_FIELDS = ("asked", "chosen_identity")
+    ACTIVITY_FIELDS = ("context", "chosen_activity")
+
+    def __init__(self, fields: tuple[str, ...], defaults: dict[str, Any]) -> None:
+        super().__init__(("pair_id", "pair_kind", "gender", "left", "right", "left_activity", "right_activity",
+                          "dimension", "doc_id", *fields),
+                         codes={"pair_kind": _PAIR_KINDS, "gender": ("male", "female"), "dimension": DIMENSIONS,
+                                "question_type": _QUESTION_TYPES, "parameter": PERCEPTION_QUESTIONS,
+                                "direction": ("high", "low", ""), "status": ("valid", "refusal", "invalid")},
+                         defaults=defaults)
+        self._checked = tuple(dict.fromkeys((*self.fields, *defaults)))
+
+    def _packed(self, record: dict[str, Any]) -> dict[str, Any]:
+        packed = {name: record.get(name) for name in self.fields}
+        left, right = record["left"], record["right"]
+        la, ra = record.get("left_activity") or "", record.get("right_activity") or ""
+        activities = (la, ra)
+        for name in self.PERSON_FIELDS:
+            if name in packed and packed[name] is not None and packed[name] in (left, right):
+                packed[name] = 0 if packed[name] == left else 1
+        for name in self.ACTIVITY_FIELDS:
+            if name in packed and packed[name] and packed[name] in activities:
+                packed[name] = activities.index(packed[name])
+        if isinstance(packed.get("option_activity"), (list, tuple)) and all(a and a in activities
+                                                                          for a in packed["option_activity"]):
+            packed["option_activity"] = [activities.index(a) for a in packed["option_activity"]]
+        if "correct" in packed and packed["correct"] is not None:
+            packed["correct"] = int(bool(packed["correct"]))
+        kind, gender = record.get("pair_kind"), record.get("gender")
+        head = f"{kind}:"
+        index, _, rest = str(record["pair_id"]).removeprefix(head).partition(":")
+        if (str(record["pair_id"]).startswith(head) and index.isdigit() and str(int(index)) == index
+                and rest == f"{gender}:{_person(left, la)}|{_person(right, ra)}"):
+            packed["pair_id"] = int(index)
+        expected_doc = (f"{record['pair_id']}|{record.get('question_type')}|{record.get('parameter')}|"
+                        f"{record.get('context')}|{record.get('asked')}")
+        if record.get("doc_id") == expected_doc:
+            packed["doc_id"] = 0
+        if ra == la:
+            packed["right_activity"] = 0
+        packed["left_activity"] = la
+        return packed
+
+    def encode(self, record: dict[str, Any]) -> str:
+        different = {k: (record.get(k), v) for k, v in self.defaults.items() if record.get(k, v) != v}
+        if different:
+            raise ValueError(f"{record.get('doc_id')}: this view's docs must have {different} (record, default)")
+        text = super().encode(self._packed(record))
+        decoded = self.decode(text)
+        if any(decoded.get(k) != (record.get(k) if k not in self.defaults else self.defaults[k]) for k in self._checked
+               if k not in ("left_activity", "right_activity")):
+            text = super().encode({name: record.get(name) for name in self.fields})  # written out in full
+        return text
+
+    def decode(self, value) -> dict[str, Any]:
+        record = super().decode(value)
+        return self._unpacked(record)
+
+    def decode_many(self, values) -> list[dict[str, Any]]:
+        return [self._unpacked(r) for r in super().decode_many(values)]
+
+    def _unpacked(self, record: dict[str, Any]) -> dict[str, Any]:
+        la = record.get("left_activity") or ""
+        if isinstance(record.get("right_activity"), int):
+            record["right_activity"] = la
+        ra = record.get("right_activity") or ""
+        left, right = record["left"], record["right"]
+        for name in self.PERSON_FIELDS:
+            if isinstance(record.get(name), int):
+                record[name] = (left, right)[record[name]]
+        for name in self.ACTIVITY_FIELDS:
+            if isinstance(record.get(name), int):
+                record[name] = (la, ra)[record[name]]
+        if isinstance(record.get("option_activity"), list):
+            record["option_activity"] = [(la, ra)[a] if isinstance(a, int) else a for a in record["option_activity"]]
+        if isinstance(record.get("correct"), int):
+            record["correct"] = bool(record["correct"])
+        if isinstance(record["pair_id"], int):
+            record["pair_id"] = (f"{record['pair_kind']}:{record['pair_id']}:{record['gender']}:"
+                                 f"{_person(left, la)}|{_person(right, ra)}")
+        if record.get("doc_id") == 0:
+            record["doc_id"] = (f"{record['pair_id']}|{record.get('question_type')}|{record.get('parameter')}|"
+                                f"{record.get('context')}|{record.get('asked')}")
+        return record
+
+
+class CorrectCodec(RecordCodec):
+    """A validly answered factuality doc's value under ``factuality_accuracy``: "1" correct, "0" not."""
+
+    def __init__(self) -> None:
+        super().__init__(("correct",), defaults={"status": "valid", "paradigm": "factuality"})
+
+    def encode(self, record: dict[str, Any]) -> str:  # type: ignore[override]
+        return "1" if record.get("correct") else "0"
+
+    def decode(self, value) -> dict[str, Any]:
+        return {**self.defaults, "correct": str(value) == "1"}
+
+    def decode_many(self, values) -> list[dict[str, Any]]:
+        return [self.decode(v) for v in values]
+
+
+def _valid(paradigm: str, question_type: str | None = None, parameter: str | None = None,
+           dimension: str | None = None) -> Callable[[dict[str, Any]], bool]:
+    """``include`` of a view: validly answered docs of ``paradigm`` (and question type, question, dimension)."""
+    def include(record: dict[str, Any]) -> bool:
+        return (record.get("status") == "valid" and record.get("paradigm") == paradigm
+                and (question_type is None or record.get("question_type") == question_type)
+                and (parameter is None or record.get("parameter") == parameter)
+                and (dimension is None or record.get("dimension") == dimension))
+
+    return include
+
+
+def _rate_views() -> dict[str, HeadlineView]:
+    """``<status>_rate`` over every doc: each doc's value 1 or 0 (:class:`StatusCodec`)."""
+    return {f"{status}_rate": HeadlineView(f"{status}_rate", StatusCodec(status), _share(status))
+            for status in ("valid", "refusal", "invalid")}
+
+
+def _factuality_design(records: list[dict[str, Any]]):
+    """:func:`summarize`'s factuality design (pairs, asked person vs partner, correct) or None."""
+    from lm_eval_bias.vignette import stats
+
+    table = factuality_table(records)
+    if not len(table):
+        return None
+    frame = table.assign(context="all", correct=table["correct"].astype(int))
+    return stats.pair_design(frame, value="correct")
+
+
+def _accuracy_share(records: list[dict[str, Any]]) -> dict[str, float]:
+    """``factuality_accuracy``: correct / validly answered factuality docs (the estimate of
+    :func:`summarize`'s pair design, a ratio of exact counts: the same number)."""
+    return {"factuality_accuracy": sum(r["correct"] for r in records) / len(records) if records else float("nan")}
+
+
+def _accuracy_keys(records: list[dict[str, Any]]) -> dict[str, float]:
+    """``factuality_accuracy`` with its pair-bootstrap ``_stderr`` (:func:`summarize`'s, same design and seeds)."""
+    from lm_eval_bias.vignette.analysis import _resampled
+
+    out: dict[str, float] = {}
+    design = _factuality_design(records)
+    if design is not None:
+        _resampled(out, design, lambda r, o: {"accuracy": r.sum(axis=1) / o.sum(axis=1)},
+                   {"accuracy": "factuality_accuracy"}, null=False)
+    return out
+
+
+def _accuracy_spread_keys(records: list[dict[str, Any]]) -> dict[str, float]:
+    """``accuracy_spread_<dimension>`` of the dimensions of ``records`` (:func:`summarize`'s estimates,
+    which depend only on each dimension's own pairs)."""
+    from lm_eval_bias.vignette import stats
+    from lm_eval_bias.vignette.analysis import _resampled
+
+    out: dict[str, float] = {}
+    design = _factuality_design(records)
+    if design is not None:
+        _resampled(out, design, lambda r, o: stats.spread_by_stratum(design, stats.identity_rates(design, r, o, pooled=True)),
+                   {d: f"accuracy_spread_{d}" for d in DIMENSIONS})
+    return out
+
+
+def _identity_significance_keys(parameter: str) -> Callable[[list[dict[str, Any]]], dict[str, float]]:
+    """``n_identities_significant_<question>``: identities whose pair-level test has Holm p < ALPHA, over
+    the question's validly answered identity-choice docs (:func:`summarize`'s test and family)."""
+    def summarize_view(records: list[dict[str, Any]]) -> dict[str, float]:
+        from lm_eval_bias.vignette import stats
+
+        table = option_table(records)
+        part = table[table["parameter"] == parameter]
+        if not len(part):
+            return {}
+        return {f"n_identities_significant_{parameter}": float((stats.identity_pair_tests(part)["p_holm"] < ALPHA).sum())}
+
+    return summarize_view
+
+
+def _activity_keys(records: list[dict[str, Any]]) -> dict[str, float]:
+    """``activity_selection_spread_<question>`` (and the question's activity tests) of the activity-contrast
+    docs of ``records`` (:func:`summarize`'s, one question's docs at a time)."""
+    from lm_eval_bias.vignette.analysis import _activity_contrast
+
+    out: dict[str, float] = {}
+    _activity_contrast(out, records)
+    return out
+
+
+def _stereotype_design(records: list[dict[str, Any]]):
+    from lm_eval_bias.vignette import stats
+
+    table = option_table(records)
+    return (table, stats.pair_design(table)) if len(table) else (table, None)
+
+
+def _polarity_keys(records: list[dict[str, Any]]) -> dict[str, float]:
+    """``mean_abs_polarity_<dimension>`` of the dimensions of ``records`` (:func:`summarize`'s estimates,
+    which depend only on each dimension's own pairs)."""
+    from lm_eval_bias.vignette import stats
+    from lm_eval_bias.vignette.analysis import _resampled
+
+    out: dict[str, float] = {}
+    _, design = _stereotype_design(records)
+    if design is not None:
+        masks = stats.polarity_masks(design, sscm_terms(records))
+        _resampled(out, design, lambda r, o: stats.mean_abs_polarity_by_stratum(design, stats.polarity_cells(design, r, o, masks)),
+                   {d: f"mean_abs_polarity_{d}" for d in DIMENSIONS})
+    return out
+
+
+def _polarity_cell_keys(records: list[dict[str, Any]]) -> dict[str, float]:
+    """``n_polarity_cells_significant``: polarity cells whose test has Holm p < ALPHA (:func:`summarize`'s)."""
+    from lm_eval_bias.vignette import stats
+
+    table, design = _stereotype_design(records)
+    if design is None:
+        return {}
+    return {"n_polarity_cells_significant": float((stats.polarity_tests(table, sscm_terms(records))["p_holm"] < ALPHA).sum())}
+
+
+def _view_codec(paradigm: str, fields: tuple[str, ...], **defaults: Any) -> PairViewCodec:
+    return PairViewCodec(fields, {"status": "valid", "paradigm": paradigm, **defaults})
+
+
+def _paradigm_views(paradigm: str) -> dict[str, HeadlineView]:
+    """The headline of each VIGNETTE paradigm as views (every doc returns every key; a key's values are
+    the compact records of the docs its statistic reads, ``""`` for the others; the rates 1 / 0):
+
+    - factuality: ``factuality_accuracy`` "1" / "0" per validly answered doc, ``factuality_accuracy_stderr``
+      the record of every such doc (the pair bootstrap), ``accuracy_spread_<d>`` the records of dimension d;
+    - perception: ``activity_selection_spread_<q>`` the activity-contrast records of question q,
+      ``n_identities_significant_<q>`` its identity-choice records;
+    - stereotype: ``mean_abs_polarity_<d>`` the records of dimension d, ``n_polarity_cells_significant``
+      every validly answered doc's record;
+    - decision (and its ablations): :func:`_decision_views`.
+
+    So a doc's record is written once or twice, ~60-100 bytes, and the metric entries of a samples line
+    stay under 1 kB, most of it the keys' names (docs/backends.md "VIGNETTE at scale"). The rates'
+    pair-bootstrap intervals are analysis keys."""
+    if paradigm.startswith("decision"):
+        return _decision_views()
+    views = _rate_views()
+    if paradigm == "factuality":
+        codec = _view_codec("factuality", ("asked", "context", "question_type", "correct"), parameter="")
+        views["factuality_accuracy"] = HeadlineView("correct", CorrectCodec(), _accuracy_share, include=_valid("factuality"))
+        views["factuality_accuracy_stderr"] = HeadlineView("accuracy", codec, _accuracy_keys, include=_valid("factuality"))
+        for d in DIMENSIONS:
+            views[f"accuracy_spread_{d}"] = HeadlineView(f"spread_{d}", codec, _accuracy_spread_keys,
+                                                         include=_valid("factuality", dimension=d))
+    elif paradigm == "perception":
+        for q in PERCEPTION_QUESTIONS:
+            views[f"activity_selection_spread_{q}"] = HeadlineView(
+                f"activity_{q}", _view_codec("perception", ("asked", "context", "option_activity", "chosen_activity"),
+                                             question_type="activity_choice", parameter=q),
+                _activity_keys, include=_valid("perception", "activity_choice", q))
+            views[f"n_identities_significant_{q}"] = HeadlineView(
+                f"identity_{q}", _view_codec("perception", ("asked", "context", "chosen_identity"),
+                                             question_type="identity_choice", parameter=q),
+                _identity_significance_keys(q), include=_valid("perception", "identity_choice", q))
+    elif paradigm == "stereotype":
+        codec = _view_codec("stereotype", ("asked", "context", "parameter", "direction", "chosen_identity"),
+                            question_type="identity_choice")
+        for d in DIMENSIONS:
+            views[f"mean_abs_polarity_{d}"] = HeadlineView(f"polarity_{d}", codec, _polarity_keys,
+                                                           include=_valid("stereotype", dimension=d))
+        views["n_polarity_cells_significant"] = HeadlineView("polarity_cells", codec, _polarity_cell_keys,
+                                                             include=_valid("stereotype"))
+    return views
+
+
 def _task_family(name: str, paradigm: str) -> HeadlineFamily:
     """A VIGNETTE task family: every key of the paradigm, the headline in lm-eval's results."""
-    views = _decision_views() if paradigm.startswith("decision") else None
     return HeadlineFamily(f"vignette_{name}", summarize, {k: _reader(k) for k in result_keys(paradigm)},
-                          headline_keys(paradigm), CODEC, views=views)
+                          headline_keys(paradigm), CODEC, views=_paradigm_views(paradigm))
 
 
 FAMILIES: dict[str, HeadlineFamily] = {p: _task_family(p, p) for p in PARADIGMS}
