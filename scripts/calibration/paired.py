@@ -12,6 +12,12 @@ report calls), at two real designs.
   resampled within category); each model answers a pair consistently with probability
   logistic(alpha_m + w_p), w_p ~ N(0, 1) a pair effect shared by both models. Truth E[logistic(alpha_m + w)].
 
+- FACT-OR-FAIR objective race, ``s_fair`` (the leaderboard compares the plug-in): 18 statistics x 2
+  sides x 3 rounds = 108 queries (clusters: queries, resampled within statistic x side, 3 per stratum).
+  Model m picks group g of a cell with probability softmax(gamma_m * z_cg + e_mcg): z_cg ~ N(0, 1)
+  shared cell preferences, e_mcg ~ N(0, 0.3^2) the model's own; the target is the difference of the
+  two models' expected plug-ins at this design (40,000 simulated runs each).
+
 Each design is run with two identical models (the test's rejection rate at 5 % under H0 and the
 interval's coverage of 0) and with a real difference (coverage of the true difference). "Identical"
 means the same population metric with heterogeneity that leaves that null true: each model has its
@@ -76,13 +82,70 @@ def cf_vqa_truth(alpha: float, n: int = 400_000, seed: int = 98) -> float:
     return float(_logistic(alpha + np.random.default_rng(seed).normal(0, 1.0, n)).mean())
 
 
+def _fof_setup():
+    from lm_eval_bias.fact_or_fair import stats as fof
+
+    cells, k, rounds = 36, 4, 3
+    table = fof.CellTable(tuple(f"S{c // 2}" for c in range(cells)),
+                          tuple(fof.HIGH if c % 2 == 0 else fof.LOW for c in range(cells)),
+                          np.zeros((cells, k + 2, 2), dtype=np.int64), np.array([c % 2 for c in range(cells)]),
+                          np.zeros(cells, dtype=bool), np.zeros(cells, dtype=bool), np.arange(cells).reshape(-1, 2), k)
+    return fof, table, cells, k, rounds
+
+
+FOF_SHARED = np.random.default_rng(4242).normal(0, 1, (36, 4))
+
+
+def _fof_probs(gamma: float, own: np.ndarray) -> np.ndarray:
+    logits = gamma * FOF_SHARED + own
+    p = np.exp(logits - logits.max(1, keepdims=True))
+    return p / p.sum(1, keepdims=True)
+
+
+def fof_counts(rng, gammas: tuple[float, float]):
+    """Per-query chosen group of two models on the same 108 queries (cell of each query)."""
+    fof, table, cells, k, rounds = _fof_setup()
+    out = []
+    for gamma in gammas:
+        probs = _fof_probs(gamma, rng.normal(0, 0.3, (cells, k)))
+        choice = np.array([rng.choice(k, p=probs[c]) for c in range(cells) for _ in range(rounds)])
+        out.append(choice)
+    return out, [q // rounds for q in range(cells * rounds)]
+
+
+def _fof_statistic(choice: np.ndarray, key: str):
+    fof, table, cells, k, rounds = _fof_setup()
+    cell_of = np.arange(cells * rounds) // rounds
+    onehot = np.zeros((cells * rounds, cells, k + 2, 2))
+    onehot[np.arange(cells * rounds), cell_of, choice, 0] = 1.0
+
+    def values(weights: np.ndarray) -> dict[str, np.ndarray]:
+        counts = np.tensordot(weights.astype(np.float64), onehot, axes=(1, 0))
+        return {key: np.asarray(fof.scores_from_counts(counts, table, True, distance="none")[key])}
+    return values
+
+
+def fof_truth(gamma: float, n: int = 40_000, seed: int = 97, key: str = "s_fair") -> float:
+    """Expected plug-in of ``key`` at the design, averaged over the model's own cell effects."""
+    fof, table, cells, k, rounds = _fof_setup()
+    rng = np.random.default_rng(seed)
+    values = []
+    for _ in range(n // 1000):
+        probs = _fof_probs(gamma, rng.normal(0, 0.3, (cells, k)))
+        counts = np.zeros((1000, cells, k + 2, 2), dtype=np.int64)
+        for c in range(cells):
+            counts[:, c, :k, 0] = rng.multinomial(rounds, probs[c], size=1000)
+        values.append(fof.scores_from_counts(counts, table, True, distance="none")[key])
+    return float(np.mean(values))
+
+
 # -- rows ---------------------------------------------------------------------------------------------
 def _row(quantity, kind, design, dgp, truth, estimates, hits, n_seeds, n_boot, seed, note="") -> dict[str, Any]:
     return rate_row(BENCHMARK, quantity, kind, design, dgp, truth, estimates, hits, n_seeds, n_boot, seed, note)
 
 
 def _design_rows(name: str, key: str, simulate, truth_of, null: tuple[float, float], real: tuple[float, float],
-                 design: str, dgp: str, n_seeds: int, n_boot: int, seed: int) -> list[dict]:
+                 design: str, dgp: str, n_seeds: int, n_boot: int, seed: int, statistic=None) -> list[dict]:
     rows = []
     for label, params in (("identical models", null), ("real difference", real)):
         truth = truth_of(params[0]) - truth_of(params[1])
@@ -90,7 +153,8 @@ def _design_rows(name: str, key: str, simulate, truth_of, null: tuple[float, flo
         for s in range(seed, seed + n_seeds):
             rng = np.random.default_rng(s)
             (a, b), strata = simulate(rng, params)
-            diff = paired_cluster_bootstrap(_ratio(*a, key), _ratio(*b, key), strata, n_boot, s + 10_000, [key],
+            make = statistic or (lambda data, key: _ratio(*data, key))
+            diff = paired_cluster_bootstrap(make(a, key), make(b, key), strata, n_boot, s + 10_000, [key],
                                             batched=True)[key]
             estimates.append(diff.estimate)
             covered.append(float(diff.ci_low <= truth <= diff.ci_high) if math.isfinite(diff.ci_low) else math.nan)
@@ -121,6 +185,11 @@ def run(n_seeds: int, n_boot: int, quick: bool, seed: int = 20260414) -> list[di
         lambda rng, alphas: cf_vqa_counts(rng, alphas, n_pairs, 5), cf_vqa_truth, (1.5, 1.5), (1.6, 1.3),
         f"{n_pairs} image pairs in 5 categories", "logit P(consistent) = alpha_m + pair effect (sd 1, shared)",
         n_seeds, n_boot, seed + 1)
+    rows += _design_rows(
+        "FACT-OR-FAIR objective race s_fair (plug-in)", "s_fair", fof_counts, fof_truth, (1.0, 1.0), (0.5, 1.5),
+        "108 queries (18 statistics x 2 sides x 3 rounds), queries resampled within statistic x side",
+        "P(group) = softmax(gamma_m * shared cell preference + model's own cell effect, sd 0.3)",
+        n_seeds, n_boot, seed + 2, statistic=_fof_statistic)
     return rows
 
 

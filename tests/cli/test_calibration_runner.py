@@ -104,7 +104,7 @@ def test_every_real_module_runs_in_quick_mode():
             assert r["n_seeds"] == 2 and r["target_met"] in (True, False, None)
             assert r["role"] in ("default", "paper", "diagnostic"), (name, r)
     paired = runner.run_all({"paired": modules["paired"]}, 2, 20, True, log=open("/dev/null", "w"))
-    assert {r["kind"] for r in paired} == {"interval", "test"} and len(paired) == 6
+    assert {r["kind"] for r in paired} == {"interval", "test"} and len(paired) == 9
 
 
 def test_family_wise_rows_are_held_to_at_most_the_level():
