@@ -9,7 +9,9 @@ time, time per doc, the CPU time of lm-eval's aggregation step for the task's he
 analysis from the logged samples (every key: ``lm_eval_bias.analysis``), and peak resident memory.
 ``--tasks focus_2afc_income,focus_2afc_education,focus_2afc_safety,focus_mcq_salary,focus_mcq_education,focus_salary``
 is the REFLECT suite (``--tasks reflect``). ``--short-run N`` times the short run
-``lm-eval-bias run --model bias-probe --tasks focus_2afc_income --limit 8`` N times. Usage::
+``lm-eval-bias run --model bias-probe --tasks focus_2afc_income --limit 8`` N times (wall and CPU), beside
+lm-eval's own floor (an 8-doc text task with lm-eval's ``dummy`` model, built-in index skipped), and lists
+the short run's heaviest imports (``-X importtime``). ``--tasks ''`` skips the tasks. Usage::
 
     python scripts/benchmark.py [--work DIR] [--tasks focus_2afc_income,focus_mcq_salary,focus_salary]
                                 [--floor-docs N] [--floor-size PX] [--startup] [--short-run N]
@@ -138,15 +140,79 @@ def build_floor(work: Path, data: Path, size: int) -> Path:
     return folder
 
 
-def timed(cmd: list[str], env: dict) -> tuple[float, float, str]:
-    """(wall seconds, peak RSS MB, stdout) of ``cmd`` run under /usr/bin/time."""
+def timed(cmd: list[str], env: dict, with_cpu: bool = False) -> tuple:
+    """(wall seconds, peak RSS MB, stdout) of ``cmd`` run under /usr/bin/time; ``with_cpu``: and its CPU
+    seconds (user + system, children included)."""
     t = time.perf_counter()
-    proc = subprocess.run(["/usr/bin/time", "-f", "MAXRSS_KB=%M", *cmd], env=env, capture_output=True, text=True)
+    proc = subprocess.run(["/usr/bin/time", "-f", "MAXRSS_KB=%M CPU_S=%U+%S", *cmd], env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed:\n{proc.stderr[-3000:]}")
-    rss = max(int(line.split("=")[1]) for line in proc.stderr.splitlines() if line.startswith("MAXRSS_KB=")) / 1024
-    return wall, rss, proc.stdout
+    line = [x for x in proc.stderr.splitlines() if x.startswith("MAXRSS_KB=")][-1]
+    rss = int(line.split()[0].split("=")[1]) / 1024
+    cpu = sum(float(x) for x in line.split()[1].split("=")[1].split("+"))
+    return (wall, rss, proc.stdout, cpu) if with_cpu else (wall, rss, proc.stdout)
+
+
+#: lm-eval's own floor for the short run: a plain YAML task of 8 text docs (local JSON), lm-eval's
+#: ``dummy`` model, ``simple_evaluate`` with lm-eval's built-in task index skipped as ``lm-eval-bias run``
+#: skips it, the plugin's start-up hook off: what any ``lm_eval`` run costs before a task does anything.
+FLOOR_TASK = """task: tiny_floor
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: {data}
+test_split: test
+output_type: generate_until
+doc_to_text: "{{{{question}}}}"
+doc_to_target: "{{{{answer}}}}"
+generation_kwargs:
+  until: ["\\n"]
+  max_gen_toks: 4
+metric_list:
+  - metric: exact_match
+    aggregation: mean
+    higher_is_better: true
+"""
+FLOOR_CHILD = r"""
+import sys
+from lm_eval import simple_evaluate
+from lm_eval.tasks import TaskManager
+simple_evaluate(model="dummy", tasks=["tiny_floor"], task_manager=TaskManager(include_path=[sys.argv[1]], include_defaults=False),
+                limit=8)
+"""
+
+
+def short_run(work: Path, env: dict, bindir: Path, runs: int) -> None:
+    """Wall and CPU seconds of the short run and of lm-eval's floor (:data:`FLOOR_TASK`), alternating,
+    and the heaviest top-level imports of one short run (``python -X importtime``)."""
+    folder = work / "floor_short"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "tiny.jsonl").write_text("".join(json.dumps({"question": f"q{i}?", "answer": "A"}) + "\n" for i in range(8)))
+    (folder / "tiny_floor.yaml").write_text(FLOOR_TASK.format(data=folder / "tiny.jsonl"))
+    cmd = [str(bindir / "lm-eval-bias"), "run", "--model", "bias-probe", "--tasks", "focus_2afc_income", "--limit", "8"]
+    floor = [sys.executable, "-c", FLOOR_CHILD, str(folder)]
+    ours, theirs = [], []
+    for _ in range(runs):
+        ours.append(timed(cmd, env, with_cpu=True))
+        theirs.append(timed(floor, {**env, "LM_EVAL_BIAS_AUTOLOAD": "0"}, with_cpu=True))
+
+    def line(name, measured):
+        walls, cpus = sorted(m[0] for m in measured), sorted(m[3] for m in measured)
+        print(f"{name:<58} wall {', '.join(f'{w:.2f}' for w in walls)} s (median {walls[len(walls) // 2]:.2f}); "
+              f"CPU median {cpus[len(cpus) // 2]:.2f} s")
+
+    print(f"short run, {runs} runs each, alternating:")
+    line(f"`{' '.join(cmd[1:])}`", ours)
+    line("lm-eval's floor (8-doc text task, dummy model, no index)", theirs)
+    trace = subprocess.run([sys.executable, "-X", "importtime", *cmd], env=env, capture_output=True, text=True).stderr
+    top = []
+    for row in trace.splitlines():
+        parts = row.split("|")
+        if row.startswith("import time:") and len(parts) == 3 and not parts[2].startswith("  ") and parts[1].strip().isdigit():
+            top.append((int(parts[1]), parts[2].strip()))
+    print("heaviest top-level imports of one short run (-X importtime, cumulative, wall):",
+          ", ".join(f"{name} {us / 1e6:.2f} s" for us, name in sorted(top, reverse=True)[:8]))
 
 
 def main() -> int:
@@ -165,10 +231,7 @@ def main() -> int:
            "LMEVAL_HASHMM": "0", "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
     bindir = Path(sys.executable).parent
     if args.short_run:
-        cmd = [str(bindir / "lm-eval-bias"), "run", "--model", "bias-probe", "--tasks", "focus_2afc_income", "--limit", "8"]
-        walls = sorted(timed(cmd, env)[0] for _ in range(args.short_run))
-        print(f"short run `{' '.join(cmd[1:])}`: wall {', '.join(f'{w:.2f}' for w in walls)} s "
-              f"(median {walls[len(walls) // 2]:.2f} s, {args.short_run} runs)")
+        short_run(work, env, bindir, args.short_run)
     tasks = [t for t in args.tasks.split(",") if t]
     if tasks:
         print(f"{'task':<22}{'docs':>7}{'evaluate s':>12}{'ms/doc':>9}{'headline CPU s':>16}{'analysis CPU s':>16}"
@@ -184,7 +247,8 @@ def main() -> int:
         print(f"{r['task']:<22}{r['docs']:>7}{r['evaluate_s']:>12.1f}{1000 * r['evaluate_s'] / r['docs']:>9.2f}"
               f"{r['headline_cpu_s']:>16.2f}{r['analysis_cpu_s']:>16.2f}{r['peak_rss_mb']:>13.0f}")
     if tasks:
-        print(f"headline aggregation of these tasks (lm-eval's aggregation step): {headline_total:.2f} s CPU")
+        print(f"headline aggregation of these tasks (lm-eval's aggregation step): {headline_total:.2f} s CPU "
+              f"(1,000 bootstrap replicates, 1,000 permutations)")
     if args.floor_docs:
         folder = build_floor(work, data, args.floor_size)
         n = min(args.floor_docs, 4320)

@@ -10,7 +10,7 @@ as ``lm-eval-bias run`` does (``LMEVAL_HASHMM=0``, ``log_samples=True`` unless `
 reads the colour markers of every pair image, so every pair is really composed. The number of docs
 is set with ``--metadata pairs_per_identity``: each sampled identity-contrast pair gives 6 decision
 docs, one draw per identity gives 1,974 docs (329 identities), so ``--docs 2000,16000,100000`` runs
-1,974, 15,792 and 100,674 docs (``--limit`` is not used: lm-eval builds every doc anyway).
+1,974, 15,792 and 100,674 docs (not with ``--limit``, which still builds every doc).
 
 Reported per size: docs, peak RSS (``ru_maxrss`` of the run's process) over the whole run and up to
 lm-eval's aggregation step (requests, answers, records and logged samples of every doc alive; the
@@ -23,7 +23,11 @@ With ``--log_samples`` the samples file's size per doc is reported too (each sam
 lm-eval writes it): in all, beyond the response text, and its metric entries (the headline keys' names
 in ``metrics`` and their values).
 
-Usage: ``python scripts/benchmark_vignette.py [--docs 2000,16000,100000] [--task T] [--no-log-samples] [--workdir DIR] [--json OUT]``.
+``--limit N`` evaluates the first N docs only (lm-eval's ``limit``; every doc is still built): for the
+samples file's bytes per doc of a large task (``vignette_stereotype`` asks every portrait pair every
+SSCM term, ~326k docs at the upstream list sizes), not for its memory.
+
+Usage: ``python scripts/benchmark_vignette.py [--docs 2000,16000,100000] [--task T] [--limit N] [--no-log-samples] [--workdir DIR] [--json OUT]``.
 """
 
 from __future__ import annotations
@@ -131,7 +135,7 @@ def build(work: Path, lists: str | None, image_size: int) -> dict:
     return {"build_s": round(time.perf_counter() - t, 1), "images": n_images}
 
 
-def run_one(work: Path, pairs_per_identity: int, task: str = TASK, log_samples: bool = True) -> dict:
+def run_one(work: Path, pairs_per_identity: int, task: str = TASK, log_samples: bool = True, limit: int | None = None) -> dict:
     """One run of ``task`` through lm-eval in this process (call in a fresh process)."""
     os.environ["LM_EVAL_BIAS_DATA_DIR"] = str(work / "data")
     os.environ.setdefault("LMEVAL_HASHMM", "0")  # as `lm-eval-bias run` sets it
@@ -160,23 +164,26 @@ def run_one(work: Path, pairs_per_identity: int, task: str = TASK, log_samples: 
     lm_eval.evaluator._process_results = timed_process_results
     rss_start = peak_rss_mb()
     t, cpu = time.perf_counter(), cpu_s()
-    results = simple_evaluate(model="bias-probe", tasks=[task], bootstrap_iters=0, log_samples=log_samples,
+    results = simple_evaluate(model="bias-probe", tasks=[task], bootstrap_iters=0, log_samples=log_samples, limit=limit,
                               task_manager=lm_eval_bias.task_manager(metadata={"pairs_per_identity": pairs_per_identity}))
     wall, cpu = time.perf_counter() - t, cpu_s() - cpu
     docs = results["n-samples"][task]["effective"]
     valid = results["results"][task]["valid_rate,none"]
-    report = {"task": task, "log_samples": log_samples, "pairs_per_identity": pairs_per_identity, "docs": docs, "peak_rss_mb": round(peak_rss_mb()),
+    report = {"task": task, "log_samples": log_samples, "pairs_per_identity": pairs_per_identity, "limit": limit, "docs": docs,
+              "peak_rss_mb": round(peak_rss_mb()),
               "rss_after_imports_mb": round(rss_start), "wall_s": round(wall, 1),
               "ms_per_doc": round(wall / docs * 1e3, 2), "cpu_ms_per_doc": round(cpu / docs * 1e3, 2),
               "valid_rate": valid, **phases}
     if log_samples:  # the samples file as lm-eval writes it (one JSON line per doc), per doc
-        total = metric = response = 0
+        total = metric = response = metric_max = 0
         for sample in results["samples"][task]:
             total += len(json.dumps(sample, default=str, ensure_ascii=False).encode()) + 1
-            metric += len(json.dumps({k: sample[k] for k in sample["metrics"]}, ensure_ascii=False).encode())
-            metric += len(json.dumps(sample["metrics"]).encode())
+            entries = (len(json.dumps({k: sample[k] for k in sample["metrics"]}, ensure_ascii=False).encode())
+                       + len(json.dumps(sample["metrics"]).encode()))
+            metric, metric_max = metric + entries, max(metric_max, entries)
             response += len(json.dumps([sample["resps"], sample["filtered_resps"]], default=str).encode())
         report.update({"samples_bytes_per_doc": round(total / docs), "metric_bytes_per_doc": round(metric / docs),
+                       "metric_bytes_max": metric_max,
                        "samples_bytes_per_doc_beyond_response": round((total - response) / docs)})
     from lm_eval_bias.vignette import tasks as vignette
 
@@ -196,11 +203,12 @@ def main(argv=None) -> int:
     parser.add_argument("--workdir", default=None, help="reuse/keep the built dataset here")
     parser.add_argument("--json", default=None)
     parser.add_argument("--no-log-samples", action="store_true", help="run without --log_samples (a real run keeps them)")
+    parser.add_argument("--limit", type=int, default=None, help="evaluate the first N docs only (bytes per doc of a large task)")
     parser.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)  # child: pairs_per_identity
     args = parser.parse_args(argv)
 
     if args.one is not None:  # child process: one run, JSON on the last line of stdout
-        print(json.dumps(run_one(Path(args.workdir), args.one, args.task, not args.no_log_samples)), flush=True)
+        print(json.dumps(run_one(Path(args.workdir), args.one, args.task, not args.no_log_samples, args.limit)), flush=True)
         return 0
 
     work = Path(args.workdir or tempfile.mkdtemp(prefix="vignette-bench-"))
@@ -208,7 +216,7 @@ def main(argv=None) -> int:
     per_doc_draw = IDENTITIES * DECISION_QUESTIONS  # docs per draw per identity (decision paradigms)
     for target in (int(x) for x in args.docs.split(",") if x.strip()):
         draws = max(1, round(target / per_doc_draw))
-        flags = ["--no-log-samples"] if args.no_log_samples else []
+        flags = (["--no-log-samples"] if args.no_log_samples else []) + (["--limit", str(args.limit)] if args.limit else [])
         proc = subprocess.run([sys.executable, __file__, "--workdir", str(work), "--one", str(draws), "--task", args.task, *flags],
                               capture_output=True, text=True)
         if proc.returncode != 0:
@@ -217,10 +225,11 @@ def main(argv=None) -> int:
             continue
         run = json.loads(proc.stdout.strip().splitlines()[-1])
         report["runs"].append(run)
-        print(f"  {run['docs']:>7,} docs: peak RSS {run['peak_rss_mb']:>6,} MB, {run['ms_per_doc']:.2f} ms/doc wall, "
+        print(f"  {run['task']}: {run['docs']:>7,} docs: peak RSS {run['peak_rss_mb']:>6,} MB, {run['ms_per_doc']:.2f} ms/doc wall, "
               f"{run['cpu_ms_per_doc']:.2f} ms/doc CPU ({run['wall_s']} s); before aggregation {run['peak_rss_before_aggregation_mb']:,} MB, "
               f"aggregation {run['aggregation_cpu_s']} s CPU; samples {run.get('samples_bytes_per_doc', '-')} B/doc, of which "
-              f"metric entries {run.get('metric_bytes_per_doc', '-')} B", flush=True)
+              f"metric entries {run.get('metric_bytes_per_doc', '-')} B (max {run.get('metric_bytes_max', '-')} B), "
+              f"{run.get('samples_bytes_per_doc_beyond_response', '-')} B beyond the response", flush=True)
     print("\n| docs | peak RSS (MB) | peak RSS before aggregation (MB) | ms/doc (wall) | ms/doc (CPU) | aggregation CPU (s) |"
           "\n|---:|---:|---:|---:|---:|---:|")
     for run in report["runs"]:
