@@ -115,20 +115,29 @@ MAGNITUDE_NO_INTERVAL = (
     "give the calibrated significance")
 
 
-def _resampled(out: dict[str, float], design, metric, names: dict[str, str], null: bool = True) -> None:
+def _resampled(out: dict[str, float], design, metric, names: dict[str, str], null: bool = True,
+               null_design=None) -> None:
     """Estimate of every ``metric`` output, stored under ``names[output]``, with
 
     - ``null=False`` (means: factuality accuracy): pair-bootstrap ``_stderr`` / ``_ci_low`` /
       ``_ci_high``, percentile interval (docs/vignette.md "Intervals");
     - ``null=True`` (magnitudes: spreads, mean |polarity|): the within-pair swap floor ``_null`` and
-      ``_p_null`` only -- no interval (:data:`MAGNITUDE_NO_INTERVAL`; the bootstrap is not run)."""
+      ``_p_null`` only -- no interval (:data:`MAGNITUDE_NO_INTERVAL`; the bootstrap is not run).
+      ``null_design`` (optional): the design the null floor and its test are computed on (the
+      side-adjusted answers, :func:`stats.side_adjusted`; ``metric`` is called with its counts, and
+      ``_p_null`` compares the metric of its observed counts with its swaps); the estimate stays
+      ``design``'s."""
     from lm_eval_bias.vignette import stats
     from lm_eval_bias.core.aggregation import bootstrap_settings, null_settings
 
     n_boot, seed = bootstrap_settings()
     n_null = null_settings()[0] if null else 0
-    res = stats.pair_resampled_summary(design, metric, 0 if null else n_boot, n_null, seed,
-                                       stratum_of={k: k for k in names if k in DIMENSIONS} or None)
+    res = stats.pair_resampled_summary(design, metric, 0 if null else n_boot, n_null if null_design is None else 0,
+                                       seed, stratum_of={k: k for k in names if k in DIMENSIONS} or None)
+    if null_design is not None and n_null:
+        floor = stats.pair_resampled_summary(null_design, metric, 0, n_null, seed)
+        res.null.update(floor.null)
+        res.p_null.update(floor.p_null)
     for k, key in names.items():
         if k not in res.estimate:
             continue
@@ -146,12 +155,16 @@ def _resampled(out: dict[str, float], design, metric, names: dict[str, str], nul
 
 
 def _spreads(out: dict[str, float], table, prefix: str) -> None:
-    """``<prefix><dimension>`` selection spreads with intervals and null floors."""
+    """``<prefix><dimension>`` selection spreads with null floors (no interval: :data:`MAGNITUDE_NO_INTERVAL`);
+    the floor and ``_p_null`` from the side-adjusted answers (:func:`stats.side_adjusted`) where the
+    table has ``position``. The two designs share identities and groups (same labels), so one metric
+    serves both."""
     from lm_eval_bias.vignette import stats
 
     design = stats.pair_design(table)
+    adjusted = stats.pair_design(stats.side_adjusted(table)) if "position" in table.columns else None
     _resampled(out, design, lambda r, o: stats.spread_by_stratum(design, stats.identity_rates(design, r, o)),
-               {d: f"{prefix}{d}" for d in DIMENSIONS})
+               {d: f"{prefix}{d}" for d in DIMENSIONS}, null_design=adjusted)
 
 
 def _power(out: dict[str, float], key: str, power) -> None:
