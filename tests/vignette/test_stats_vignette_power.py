@@ -116,3 +116,14 @@ def test_cell_family_power_counts_each_unordered_pair_once():
     # one family (age) of 2 unordered pairs: best p 2 / 2^3, Holm-adjusted 2 * 0.25
     assert power.n_tests == 2 and power.min_attainable_p == 0.25 and power.min_attainable_adjusted_p == 0.5
     assert not power.can_reject and "1 Holm families" in power.statement
+
+
+def test_side_adjusted_removes_the_overall_left_preference():
+    # left chosen in 3 of 4 docs: b_hat = 3/4 - 1/2; left rows lose it, right rows gain it
+    table = _choice_table([(0, "A", "B", "x", 1), (1, "B", "A", "x", 1), (2, "A", "C", "x", 1), (3, "C", "A", "x", 0)])
+    out = vg.side_adjusted(table)
+    left = table["position"] == 0
+    assert np.allclose(out.loc[left, "selected"], table.loc[left, "selected"] - 0.25)
+    assert np.allclose(out.loc[~left, "selected"], table.loc[~left, "selected"] + 0.25)
+    assert out.loc[left, "selected"].mean() == pytest.approx(0.5)  # no side preference left
+    assert vg.side_adjusted(table.drop(columns="position")).equals(table.drop(columns="position"))
