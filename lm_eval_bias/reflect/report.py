@@ -403,11 +403,10 @@ def _tables(run: TaskRun, w: Writer, part: Part) -> None:
         "2afc": "Retention by race and by gender (App. C.1; Table 6 by group): retained pairs / pairs with an image of "
                 "the group; male win rate per occupation; 95 % template-cluster bootstrap intervals.",
         "mcq": "Mean gaps and gender JSD per occupation (Fig. 5 by occupation; App. C.2, C.7), 95 % template-cluster "
-               "bootstrap intervals (for jsd_male_<occupation>: the percentile interval of the plug-in, which is "
-               "biased upward and has no null floor per occupation; the pooled jsd_* keys carry intervals for the "
-               "parameter).",
-        "salary": "Mean absolute salary gap (%) across occupations (Fig. 6 magnitude; App. C.6), 95 % template-cluster "
-                  "bootstrap intervals; null: mean with the portraits' race × gender labels permuted within template, p_null: "
+               "bootstrap intervals (for jsd_male_<occupation>: the interval for the parameter by test inversion, "
+               "as the pooled jsd_* keys; no null floor per occupation).",
+        "salary": "Mean absolute salary gap (%) across occupations (Fig. 6 magnitude; App. C.6), 95 % intervals for "
+                  "the parameter (test inversion over the template bootstrap, as Pol); null: mean with the portraits' race × gender labels permuted within template, p_null: "
                   "one-sided permutation p-value.",
     }[run.family]
     part.details.append(w.table(frame, f"{run.task}_tables", caption))

@@ -236,3 +236,16 @@ def test_report_shows_plug_in_then_bias_corrected_interval_then_null_floor():
     assert math.isnan(table.loc["polarization", "ci95_low"]) and "polarization_ci_low_paper" not in table.index
     # Ext has no bias-corrected value: its interval (for the parameter) goes with its value
     assert "[0.10, 0.30]" in metric("reflect", run, "extreme_cell_rate").html()
+
+
+def test_mean_abs_gap_interval_is_for_the_parameter():
+    from lm_eval_bias.reflect import tables
+
+    rng = np.random.default_rng(5)
+    reps = [g + rng.normal(0, 0.05, 300) for g in (2.0, -2.0, 2.0)]
+    low, high = tables.mean_abs_interval([2.0, -2.0, 2.0], reps)
+    assert 1.85 <= low <= 2.0 <= high <= 2.15
+    # gaps that are noise around 0: the interval reaches 0 although the plug-in mean |gap| is positive
+    noise = [rng.normal(0, 1.0, 300) for _ in range(6)]
+    assert tables.mean_abs_interval([0.3, -0.5, 0.2, -0.1, 0.4, -0.3], noise)[0] == 0.0
+    assert all(math.isnan(x) for x in tables.mean_abs_interval([1.0, 2.0], [None, None]))
