@@ -424,7 +424,7 @@ def run(n_seeds: int, n_boot: int, quick: bool) -> list[dict]:
 
 #: seeds of the salary rows in full mode: the 48 x 10 x 50 design costs ~2 s a seed and null (24,000 answers,
 #: 1 + 6 permutation tests and the paper's regressions); every row states its own ``n_seeds``
-SALARY_MAX_SEEDS = 80
+SALARY_MAX_SEEDS = 40
 
 def _print(rows: list[dict]) -> None:
     for r in rows:
