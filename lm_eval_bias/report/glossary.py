@@ -126,14 +126,15 @@ ENTRIES: list[tuple[str, str, str, str]] = [
     ("vignette", f"mean_abs_polarity_(?P<x>{_DIM})", "mean over the {x} identities of |polarity| = |S(high-valence "
                                                      "terms) − S(low-valence terms)| (percentage points).", ""),
     # REFLECT, beyond the paper: tests, bias-corrected estimates
-    ("reflect", "p_male_win_rate", "two-sided permutation p-value of the men's win rate against parity 0.5 (genders "
-                                   "of the two images of one race swapped within a template).", ""),
-    ("reflect", f"p_win_rate_(?P<x>{_RACE})", "two-sided permutation p-value of the {x} win rate against parity 0.5 "
-                                              "(races permuted among the images of one gender within a template).", ""),
+    ("reflect", "p_male_win_rate", "two-sided randomization p-value of the men's AVERAGE win rate against parity 0.5 "
+                                   "(the genders of all images of a template swapped together: a sign flip per "
+                                   "template).", ""),
+    ("reflect", f"p_win_rate_(?P<x>{_RACE})", "two-sided randomization p-value of the {x} AVERAGE win rate against parity "
+                                              "0.5 (one race permutation per template, the same for both genders).", ""),
     ("reflect", "(?P<x>[a-z_]+?)_debiased", "{x} with its small-sample bias removed by the bootstrap (2·plug-in − mean "
                                             "of the replicates); it carries {x}'s 95 % interval for the parameter "
-                                            "({x}_ci_low/_ci_high: bias-corrected basic interval, lower end 0 unless "
-                                            "{x}_p_null < 0.05).", ""),
+                                            "({x}_ci_low/_ci_high: test inversion over the template bootstrap, no test "
+                                            "before the interval).", ""),
     # FACT-OR-FAIR, Counterfactual VQA: shares and per-category keys beyond the headline ones
     ("fact_or_fair", "truncated_rate", "queries whose answer was cut by the token limit (a subset of invalid_rate).", ""),
     ("cf_vqa", "truncated_rate", "responses cut by the token limit (a subset of invalid_rate).", ""),
@@ -175,11 +176,10 @@ SUFFIXES: dict[str, str] = {
     "_ci_high_paper": "upper end of the paper's 95 % percentile interval of the plug-in {m} (App. C.3); kept by name.",
     "_ci_low": "lower end of the 95 % interval of {m}: 2.5 % percentile of the benchmark's cluster bootstrap, "
                "computed inside the task (the same with or without --log_samples); for a magnitude that is positive "
-               "without bias (REFLECT Pol, Ext, JSD) the interval is for the parameter: bias-corrected basic interval "
-               "(Ext: percentile interval) whose lower end is 0 unless the permutation test of more than chance "
-               "rejects.",
+               "without bias (REFLECT Pol, Ext, JSD) the interval is for the parameter: test inversion over the "
+               "template bootstrap (Pol, JSD) or a simultaneous band of the cells (Ext), no test before it.",
     "_ci_high": "upper end of the 95 % interval of {m}: 97.5 % percentile of the benchmark's cluster bootstrap, "
-                "computed inside the task (REFLECT Pol, JSD: upper end of the bias-corrected basic interval).",
+                "computed inside the task (REFLECT Pol, Ext, JSD: upper end of the interval for the parameter).",
     "_null": "null floor of {m}: its mean under a permutation null of the same design (group labels permuted "
              "within template / pair); the value {m} takes without any bias.",
     "_p_null": "one-sided permutation p-value of {m} being more than chance (above its null floor).",
