@@ -1217,7 +1217,7 @@ def pair_clustered_group_rates(frame: pd.DataFrame, by: Sequence[str], value: st
     from lm_eval_bias.core.bootstrap import rescaled_bootstrap_weights, too_few_clusters
 
     by = list(by)
-    f = frame[by + ["pair_id", value, stratum]].copy()
+    f = frame[list(dict.fromkeys(by + ["pair_id", value, stratum]))].copy()  # ``by`` may hold the stratum itself
     f["pair_id"] = f["pair_id"].astype(str)
     columns = ["estimate", "stderr", "ci_low", "ci_high", "n", "n_pairs"]
     if f.empty:
