@@ -78,7 +78,9 @@ def group_rates(run: TaskRun) -> tuple[dict[str, float], dict[str, tuple[float, 
     if run.task.endswith("_logprob"):
         table = twoafc.twoafc_logprob_count_table([twoafc.TwoAFCScore.from_dict(r) for r in run.records])
     else:
-        table = twoafc.twoafc_count_table([twoafc.TwoAFCCall.from_dict(r) for r in run.records])
+        from lm_eval_bias.reflect.tasks import expand_samples  # K samples per doc (App. C.5): one call each
+
+        table = twoafc.twoafc_count_table([twoafc.TwoAFCCall.from_dict(r) for r in expand_samples(run.records)])
     totals = {k: v.sum(axis=0) for k, v in table.counts.items()}
     estimates = _rate_metrics(totals)
     iters, seed = bootstrap_settings()
