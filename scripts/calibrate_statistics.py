@@ -283,12 +283,12 @@ def figure(rows: list[dict], path: Path) -> None:
         ax.set_ylim(len(names) - 0.5, -0.5)
         ax.set_xlabel(label, fontsize=8)
         ax.tick_params(axis="x", labelsize=7)
-        ax.set_title(f"{kind}s ({len(chosen)}); x = outside the band, grey square = paper's (kept by name), "
-                     "grey diamond = diagnostic; bars = MC error (1.96 SE)", fontsize=7)
+        ax.set_title(f"{kind}s ({len(chosen)})", fontsize=7)
     seeds = sorted({r["n_seeds"] for r in rows})
     boots = sorted({r["n_boot"] for r in rows if r["n_boot"]})  # rows of tests without a bootstrap carry 0
-    fig.suptitle(f"Calibration: {', '.join(map(str, seeds))} seeds, {', '.join(map(str, boots))} bootstrap replicates",
-                 fontsize=9)
+    fig.suptitle(f"Calibration: {', '.join(map(str, seeds))} seeds, {', '.join(map(str, boots))} bootstrap replicates\n"
+                 "grey band = target; x = outside the band; grey square = paper's (kept by name); grey diamond = "
+                 "diagnostic; bars = Monte Carlo error (1.96 SE)", fontsize=8)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=150)
     plt.close(fig)
