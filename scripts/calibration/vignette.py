@@ -456,7 +456,7 @@ def run(n_seeds: int = 200, n_boot: int = 1000, quick: bool = False, seed: int =
             design = vg.pair_design(table)
             masks = vg.polarity_masks(design, terms)
             res = vg.pair_resampled_summary(design, lambda r, o: vg.mean_abs_polarity_by_stratum(
-                design, vg.polarity_cells(design, r, o, masks)), 0, n_perm, seed + s)
+                design, vg.polarity_cells(design, r, o, masks)), 0, n_perm, seed + s, ties="random")  # as analysis._resampled
             key = "race_ethnicity_color"
             p_null.append(res.p_null[key] < 0.05)
             est.append(res.estimate[key])

@@ -127,3 +127,20 @@ def test_side_adjusted_removes_the_overall_left_preference():
     assert np.allclose(out.loc[~left, "selected"], table.loc[~left, "selected"] + 0.25)
     assert out.loc[left, "selected"].mean() == pytest.approx(0.5)  # no side preference left
     assert vg.side_adjusted(table.drop(columns="position")).equals(table.drop(columns="position"))
+
+
+def test_random_tie_breaking_of_the_null_p_value():
+    # a constant metric ties every null draw: the randomised p-value is the key's uniform weight U
+    table = _choice_table([(0, "A", "B", "x", 1), (1, "B", "A", "x", 0), (2, "A", "B", "x", 1)])
+    design = vg.pair_design(table)
+
+    def constant(r, o):
+        return {"a": np.zeros(r.shape[0]), "b": np.zeros(r.shape[0])}
+
+    counted = vg.pair_resampled_summary(design, constant, 0, 99, seed=4)
+    assert counted.p_null == {"a": 1.0, "b": 1.0}  # ties counted as exceedances
+    rand = vg.pair_resampled_summary(design, constant, 0, 99, seed=4, ties="random")
+    u = np.random.default_rng([4, 3]).random(2)
+    assert rand.p_null["a"] == pytest.approx(u[0]) and rand.p_null["b"] == pytest.approx(u[1])
+    with pytest.raises(ValueError):
+        vg.pair_resampled_summary(design, constant, 0, 9, seed=4, ties="mid")
