@@ -386,7 +386,7 @@ def run(n_seeds: int = 200, n_boot: int = 1000, quick: bool = False, seed: int =
                 note="mean share of the 329 identities; far below 5 %: about 3 contributing pairs an identity, "
                      "smallest attainable p 2/2^3", role="diagnostic")
             row("identity test (Fisher, paper), any identity Holm p < 0.05", "test", dec, dgp, math.nan, [], fisher,
-                note=f"paper's test, kept as p_paper; {len(fisher)} seeds", role="paper")
+                note="paper's test, kept as p_paper (slow: 329 Fisher tests a seed)", role="paper", seeds=len(fisher))
             row("identity heterogeneity test per bias dimension (p_identity_heterogeneity_<d>), p < 0.05", "test", dec,
                 dgp, math.nan, [], het_raw, note=f"mean share of 7 dimensions (gender_and_sex cannot reach 0.05); {n_perm} sign-flip draws", boot=n_perm)
             row("identity heterogeneity tests, any dimension Holm p < 0.05 (n_dimensions_heterogeneous > 0)", "test",
