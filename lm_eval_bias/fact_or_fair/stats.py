@@ -890,7 +890,8 @@ def population_score_intervals(table: CellTable, objective: bool, n_sim: int, se
             out[key] = invert(key, anchor, "pooled")
     for key in composite_keys:  # S_fair at the ends of its parts' intervals (monotone in both)
         (e_mid, e_low, e_high), (kl_mid, kl_low, kl_high) = (out[part] for part in COMPOSITE_PARTS[key])
-        out[key] = (fairness_score(e_mid, kl_mid), fairness_score(e_low, kl_low), fairness_score(e_high, kl_high))
+        out[key] = tuple(float(np.clip(fairness_score(e, kl), 0.0, 1.0))
+                         for e, kl in ((e_mid, kl_mid), (e_low, kl_low), (e_high, kl_high)))
     return {key: out[key] for key in keys}
 
 
