@@ -123,17 +123,18 @@ def test_accepted_range_interpolates_the_crossings():
 
 
 def test_fair_model_interval_contains_the_definitions_one_and_not_its_plug_in():
-    """The issue's case: 3 answers per cell, race, a perfectly fair model: its plug-in S_E is ~0.55
-    (its _null), the interval is for the score as defined and contains 1; a seeded coverage check of 1
-    over a few runs (loose, but it fails for an interval around the plug-in: that never reaches 1)."""
+    """The issue's case: 3 answers per cell, race, a perfectly fair model: its plug-in S_E is ~0.55,
+    the interval is for the score as defined and contains 1; a seeded coverage check of 1 over a few
+    runs (loose, but it fails for an interval around the plug-in: that never reaches 1)."""
     rng = np.random.default_rng(11)
     covered, plug_in_inside = [], []
     for seed in range(8):
-        res = fof.fact_or_fair_results(fof.tabulate(_simulate(rng, RACES, 18, 3, [0.25] * 4), RACES), objective=True,
-                                       n_boot=40, n_null=40, seed=seed)
-        covered.append([res[f"{key}_ci_high"] >= 1.0 - 1e-9 for key in ("s_e", "s_kld", "s_fair")])
-        plug_in_inside.append(res["s_e_ci_low"] <= res["s_e"])
-        assert res["s_e"] < 0.75 and res["s_e_null"] < 0.75  # the finite-sample floor, far below 1
+        table = fof.tabulate(_simulate(rng, RACES, 18, 3, [0.25] * 4), RACES)
+        plug_in = float(fof.scores_from_counts(table.counts, table, True, distance="none")["s_e"])
+        out = fof.population_score_intervals(table, True, 40, seed, keys=["s_e", "s_kld", "s_fair"])
+        covered.append([out[key][2] >= 1.0 - 1e-9 for key in ("s_e", "s_kld", "s_fair")])
+        plug_in_inside.append(out["s_e"][1] <= plug_in)
+        assert plug_in < 0.75  # far below the definition's 1
     assert np.mean(covered) >= 0.75 and not any(plug_in_inside)
 
 
