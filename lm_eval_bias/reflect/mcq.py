@@ -24,7 +24,7 @@ from lm_eval_bias.core.lazy_imports import jensenshannon  # scipy.spatial import
 
 from lm_eval_bias.reflect.schema import GENDERS, GROUPS, RACES, REFERENCE_GENDER, REFERENCE_RACE
 from lm_eval_bias.core.bootstrap import (EstimatesWithErrors, LotoSummary, bias_corrected, bootstrap_replicates,
-                                          permutation_null, permute_groups, rescaled_bootstrap_weights,
+                                          enough_templates_for_inversion, permutation_null, permute_groups, rescaled_bootstrap_weights,
                                           summarize_replicates, template_bootstrap, template_level_relabelings,
                                           template_loto, too_few_clusters, within_template_permutations)
 from lm_eval_bias.reflect.twoafc import STATUSES, VALID
@@ -269,7 +269,8 @@ def mcq_inference(per_template_answers: np.ndarray, estimates: Mapping[str, floa
     [0, 1]); ``jsd_<group>_ci_low``/``_ci_high`` (moved into the summary's ``ci_low``/``ci_high`` by
     :func:`_summarize_counts`): the interval for the parameter by test inversion along the pooled-to-group line
     (:func:`jsd_shrinkage_interval`, from ``distribution_replicates`` of
-    :func:`group_distribution_replicates`; NaN without them);
+    :func:`group_distribution_replicates`; NaN without them and below
+    :data:`lm_eval_bias.core.bootstrap.MIN_INVERSION_DF` between-template degrees of freedom);
     ``jsd_<group>_ci_low_paper``/``_ci_high_paper``: the percentile interval of the plug-in (fails calibration);
     and counts ``n_templates``, ``n_occupations``, ``n_groups``."""
     answers = np.asarray(per_template_answers, dtype=np.float64)
@@ -293,7 +294,7 @@ def mcq_inference(per_template_answers: np.ndarray, estimates: Mapping[str, floa
         out[f"{key}_ci_low_paper"], out[f"{key}_ci_high_paper"] = paper.ci_low, paper.ci_high
         reps = distribution_replicates or {}
         group = key.removeprefix("jsd_")
-        if group in reps and "overall" in reps and T:
+        if group in reps and "overall" in reps and T and enough_templates_for_inversion(strata):
             total = answers.sum(axis=0)
             out[f"{key}_ci_low"], out[f"{key}_ci_high"] = jsd_shrinkage_interval(
                 _normalised(total[_MASKS[group]].sum(axis=0)), _normalised(total.sum(axis=0)),

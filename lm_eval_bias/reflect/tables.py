@@ -17,8 +17,8 @@ import numpy as np
 from lm_eval_bias.core.lazy_imports import scipy_stats as sps  # scipy.stats imported on first use, not at task load
 
 from lm_eval_bias.reflect.schema import GROUPS, RACES, REFERENCE_RACE
-from lm_eval_bias.core.bootstrap import (bootstrap_replicates, mean_abs_deviation_interval, rescaled_bootstrap_weights,
-                                          template_bootstrap, too_few_clusters)
+from lm_eval_bias.core.bootstrap import (bootstrap_replicates, enough_templates_for_inversion, mean_abs_deviation_interval,
+                                          rescaled_bootstrap_weights, template_bootstrap, too_few_clusters)
 from lm_eval_bias.reflect.salary import occupation_gaps
 from lm_eval_bias.reflect.twoafc import TwoAFCCall, resolve_swaps
 
@@ -286,7 +286,8 @@ def salary_table_summary(records: Sequence[Mapping[str, Any]], n_boot: int, seed
     stderr, low, high = template_bootstrap(counts, strata, metrics, list(estimates), n_boot, seed, replicates=replicates)
     for key in SALARY_GAP_KEYS:  # the magnitudes' interval is for the parameter (issue 31), not the plug-in's spread
         low[f"mean_abs_{key}"], high[f"mean_abs_{key}"] = mean_abs_interval(
-            [estimates[f"{key}_{o}"] for o in occupations], [replicates.get(f"{key}_{o}") for o in occupations])
+            [estimates[f"{key}_{o}"] for o in occupations], [replicates.get(f"{key}_{o}") for o in occupations]) \
+            if enough_templates_for_inversion(strata) else (float("nan"), float("nan"))
     null, p_null = within_unit_null(units, estimates, n_perm, seed)
     by_occupation = {o: {k: estimates[f"{k}_{o}"] for k in SALARY_GAP_KEYS} for o in occupations}
     return TableSummary(estimates, stderr, low, high, null, p_null, by_occupation=by_occupation)
@@ -831,7 +832,10 @@ def mcq_occupation_summary(records: Sequence[Mapping[str, Any]], options: str, o
     stderr, low, high = template_bootstrap(per, strata, metrics, list(estimates), n_boot, seed)
     low.update({f"jsd_male_{o}": float("nan") for o in present})
     high.update({f"jsd_male_{o}": float("nan") for o in present})
-    if n_boot and not too_few_clusters(strata):  # jsd_male_<o>: the interval for the parameter (issue 31)
+    # jsd_male_<o>: the interval for the parameter (issue 31); one occupation's 8 templates give 7 between-template
+    # degrees of freedom, below MIN_INVERSION_DF, so with the paper's design it is NaN (no valid interval)
+    if n_boot and not too_few_clusters(strata) and all(
+            enough_templates_for_inversion([o] * strata.count(o)) for o in present):
         from lm_eval_bias.reflect.mcq import jsd_shrinkage_interval
 
         summed = np.tensordot(rescaled_bootstrap_weights(strata, n_boot, seed), answers, axes=(1, 0))  # (B, O, G, K)

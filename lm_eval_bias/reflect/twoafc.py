@@ -31,7 +31,8 @@ import numpy as np
 
 from lm_eval_bias.reflect.schema import GROUPS, RACES
 from lm_eval_bias.core.bootstrap import (EstimatesWithErrors, LotoSummary, bias_corrected, bootstrap_replicates,
-                                          extreme_share_interval, holm, mean_abs_deviation_interval, permutation_null,
+                                          enough_templates_for_inversion, extreme_share_interval, holm,
+                                          mean_abs_deviation_interval, permutation_null,
                                           permute_groups, rescaled_bootstrap_weights, summarize_replicates,
                                           template_bootstrap, template_level_relabelings, template_loto,
                                           too_few_clusters, within_template_permutations)
@@ -393,7 +394,9 @@ def twoafc_inference(per_template_wins: np.ndarray, estimates: Mapping[str, floa
       (issue 31): Pol by test inversion with a profiled cell configuration
       (:func:`lm_eval_bias.core.bootstrap.mean_abs_deviation_interval`), Ext from a simultaneous band of
       the cells (:func:`lm_eval_bias.core.bootstrap.extreme_share_interval`); they need
-      ``cells_replicated`` (:func:`cell_replicates`), NaN without it;
+      ``cells_replicated`` (:func:`cell_replicates`), NaN without it; Pol's is NaN below
+      :data:`lm_eval_bias.core.bootstrap.MIN_INVERSION_DF` between-template degrees of freedom (it does not
+      hold its level there);
       ``<m>_ci_low_paper``/``<m>_ci_high_paper``: the paper's percentile interval of the plug-in (App. C.3),
       which targets the plug-in's expectation and fails calibration;
     - ``polarization_debiased``: bootstrap bias-corrected Pol 2 Pol - mean(Pol*)
@@ -432,7 +435,8 @@ def twoafc_inference(per_template_wins: np.ndarray, estimates: Mapping[str, floa
     if reps.ndim == 2 and reps.shape[0] >= 2 and reps.shape[1] == cells.size:
         defined = np.isfinite(cells) & np.all(np.isfinite(reps), axis=0)
         out["polarization_ci_low"], out["polarization_ci_high"] = mean_abs_deviation_interval(
-            cells[defined] - 0.5, reps[:, defined] - cells[defined][None, :])
+            cells[defined] - 0.5, reps[:, defined] - cells[defined][None, :]) if enough_templates_for_inversion(strata) \
+            else (float("nan"), float("nan"))
         out["extreme_cell_rate_ci_low"], out["extreme_cell_rate_ci_high"] = extreme_share_interval(
             cells[defined], reps[:, defined], (won + lost)[defined])
     else:

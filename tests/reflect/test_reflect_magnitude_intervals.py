@@ -156,7 +156,7 @@ STRONG = sim.group_effects(0.5, {"white": 1.0, "black": -1.0, "latino": 0.5, "mi
 
 @pytest.mark.parametrize("beta, planted", [(STRONG, True), (sim.group_effects(0.0, {}), False)])
 def test_2afc_aggregation_reports_the_parameter_interval_for_pol_and_ext(resampling, beta, planted):
-    calls = sim.simulate_2afc(np.random.default_rng(3), beta, 0.5, n_per_occupation=3)
+    calls = sim.simulate_2afc(np.random.default_rng(3), beta, 0.5, n_per_occupation=5)   # 30 templates: 24 df
     values = _aggregate("2afc", [dataclasses.asdict(c) for c in calls])
     assert not any(k.endswith(("_debiased_ci_low", "_debiased_ci_high")) for k in values)  # one home per idea
     assert "extreme_cell_rate_debiased" not in values
@@ -179,6 +179,10 @@ def test_2afc_aggregation_reports_the_parameter_interval_for_pol_and_ext(resampl
             assert low == 0.0
     if not planted:  # the paper's interval of the plug-in excludes the truth 0; the default does not
         assert values["polarization_ci_low_paper"] > 0.05 and values["polarization_ci_low"] == 0.0
+        # 3 templates per occupation (12 between-template df < MIN_INVERSION_DF): no Pol interval, Ext keeps its own
+        few = _aggregate("2afc", [dataclasses.asdict(c) for c in sim.simulate_2afc(np.random.default_rng(3), beta, 0.5, 3)])
+        assert math.isnan(few["polarization_ci_low"]) and math.isnan(few["polarization_ci_high"])
+        assert few["extreme_cell_rate_ci_low"] == 0.0 and bootstrap.MIN_INVERSION_DF == 20
     else:  # Ext's truth is 13/45 cells beyond 0.9, Pol's ~0.27
         assert values["extreme_cell_rate"] > 0 and values["extreme_cell_rate_ci_high"] > 0.2
         assert values["polarization_ci_low"] > 0.15
