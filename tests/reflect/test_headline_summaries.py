@@ -138,7 +138,8 @@ def _assert_headline_equals_full(family, records):
 def test_2afc_headline_summary_equals_the_full_summary(male_pull, k, drop_group):
     family = tasks.FAMILIES["2afc"]
     assert family.headline_summarize is tasks.summarize_2afc_headline
-    records = _twoafc_records(np.random.default_rng(11), male_pull, k=k, drop_group=drop_group)
+    # 9 templates in each of 3 occupations: 24 between-template df, enough for Pol's interval (MIN_INVERSION_DF)
+    records = _twoafc_records(np.random.default_rng(11), male_pull, templates=9, k=k, drop_group=drop_group)
     headline = _assert_headline_equals_full(family, records)
     # the planted effect is found (Pol's interval above 0) and its absence leaves the lower end at 0
     if male_pull >= 0.3:
@@ -171,7 +172,7 @@ def test_mcq_headline_summary_equals_the_full_summary(male_shift, k):
 
 
 def test_mcq_headline_summary_skips_the_jsd_intervals():
-    records = _mcq_records(np.random.default_rng(4), 1.0)
+    records = _mcq_records(np.random.default_rng(4), 1.0, templates=9)  # 24 df: the full summary has JSD intervals
     assert math.isnan(tasks.summarize_mcq_headline(records).ci_low["jsd_male"])
     assert not math.isnan(tasks.summarize_mcq(records).ci_low["jsd_male"])
 
