@@ -484,7 +484,10 @@ def _term_polarity_tables(run: TaskRun, w: Writer, part: Part, table: pd.DataFra
 
 def _paired_decisions(runs: list[TaskRun], w: Writer, part: Part) -> None:
     """Sec. 7.4 / Fig. 6 (vision vs text) and App. A.7 / Fig. 11 (identity vs positional options)."""
-    by = {_paradigm(r): r for r in runs if r.records}
+    by: dict[str, TaskRun] = {}
+    for r in runs:  # the paradigm's own task, not the authors' protocol (a different pair sampling) beside it
+        if r.records and (_paradigm(r) not in by or not r.task.endswith("_authors")):
+            by[_paradigm(r)] = r
     if "decision" not in by:
         return
     vision = _table(by["decision"])
