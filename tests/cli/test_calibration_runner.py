@@ -100,7 +100,9 @@ def test_every_real_module_runs_in_quick_mode():
             for field in ("coverage", "rejection_rate"):
                 value = float(r[field])
                 assert math.isnan(value) or 0.0 <= value <= 1.0, (name, r["quantity"], field, value)
-            assert (r["kind"] == "interval") == math.isfinite(float(r["coverage"])) or r["kind"] == "null_floor", r
+            # only interval rows carry a coverage (NaN when every seed's interval was NaN, e.g. a quick
+            # design too small to resample)
+            assert r["kind"] == "interval" or not math.isfinite(float(r["coverage"])), r
             assert r["n_seeds"] == 2 and r["target_met"] in (True, False, None)
             assert r["role"] in ("default", "paper", "diagnostic"), (name, r)
     paired = runner.run_all({"paired": modules["paired"]}, 2, 20, True, log=open("/dev/null", "w"))
