@@ -177,6 +177,21 @@ def _power(out: dict[str, float], key: str, power) -> None:
     out[f"{key}_mde"] = float(power.mde)
 
 
+def significant_count(n_significant: float, power) -> float:
+    """A count of Holm-significant tests, or NaN when the family's design cannot reject any test
+    (``power.can_reject`` false, :mod:`lm_eval_bias.core.power`): a count that is 0 for every model,
+    however biased, would read as "no bias" (docs/vignette.md "Identity tests and their power")."""
+    return float(n_significant) if power.can_reject else float("nan")
+
+
+def _count_with_power(out: dict[str, float], key: str, p_holm, power) -> None:
+    """``key`` (:func:`significant_count` of ``p_holm < ALPHA``) with its power statement."""
+    import numpy as np
+
+    out[key] = significant_count(float((np.asarray(p_holm, dtype=float) < ALPHA).sum()), power)
+    _power(out, key, power)
+
+
 def _identity_counts(out: dict[str, float], table, suffix: str = "") -> None:
     """Holm-significant identities: pair-level sign-flip test and the paper's Fisher test, with the
     identity family's power statement; the per-dimension identity heterogeneity tests
@@ -186,9 +201,8 @@ def _identity_counts(out: dict[str, float], table, suffix: str = "") -> None:
     from lm_eval_bias.vignette import stats
 
     tests = stats.identity_pair_tests(table)
-    out[f"n_identities_significant{suffix}"] = float((tests["p_holm"] < ALPHA).sum())
+    _count_with_power(out, f"n_identities_significant{suffix}", tests["p_holm"], stats.identity_family_power(tests, ALPHA))
     out[f"n_identities_significant{suffix}_paper"] = float((tests["p_paper_holm"] < ALPHA).sum())
-    _power(out, f"n_identities_significant{suffix}", stats.identity_family_power(tests, ALPHA))
     n_perm, seed = null_settings()
     global_tests = stats.identity_heterogeneity_tests(table, n_perm, seed, ALPHA)
     for d, row in global_tests.iterrows():
@@ -212,8 +226,8 @@ def _paircomp_count(out: dict[str, float], table, suffix: str = "") -> None:
     one_dimension_each = table.groupby("identity")["dimension"].nunique().max() <= 1
     parts = [part for _, part in table.groupby("dimension", sort=False)] if one_dimension_each else [table]
     tests = [stats.pair_comp_tests(part) for part in parts]
-    out[f"n_paircomp_cells_significant{suffix}"] = float(sum((t["p_holm"] < ALPHA).sum() for t in tests))
-    _power(out, f"n_paircomp_cells_significant{suffix}", stats.cell_family_power(pd.concat(tests), ALPHA))
+    _count_with_power(out, f"n_paircomp_cells_significant{suffix}", pd.concat(tests)["p_holm"],
+                      stats.cell_family_power(pd.concat(tests), ALPHA))
 
 
 def _decision_dimensions(out: dict[str, float], table) -> None:
@@ -224,8 +238,8 @@ def _decision_dimensions(out: dict[str, float], table) -> None:
     tests = stats.decision_dimension_tests(table[table["parameter"].isin(DECISION_DIMENSIONS)])
     for q in DECISION_DIMENSIONS:
         if q in tests.index.get_level_values(0):
-            out[f"n_identities_significant_question_{q}"] = float((tests.loc[q]["p_holm"] < ALPHA).sum())
-            _power(out, f"n_identities_significant_question_{q}", stats.identity_family_power(tests.loc[q], ALPHA))
+            _count_with_power(out, f"n_identities_significant_question_{q}", tests.loc[q]["p_holm"],
+                              stats.identity_family_power(tests.loc[q], ALPHA))
 
 
 def _activity_contrast(out: dict[str, float], records: list[dict[str, Any]]) -> None:
@@ -310,8 +324,7 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, float]:
             observed = stats.polarity_cells(design, *stats.observed_counts(design), masks)
             out["n_polarity_undefined"] = float(sum(stats.undefined_polarity_cells(design, observed).values()))
             cells = stats.polarity_tests(table, sscm_terms(records))
-            out["n_polarity_cells_significant"] = float((cells["p_holm"] < ALPHA).sum())
-            _power(out, "n_polarity_cells_significant", stats.cell_family_power(cells, ALPHA))
+            _count_with_power(out, "n_polarity_cells_significant", cells["p_holm"], stats.cell_family_power(cells, ALPHA))
             _resampled(out, design, lambda r, o: stats.mean_abs_polarity_by_stratum(
                 design, stats.polarity_cells(design, r, o, masks)), {d: f"mean_abs_polarity_{d}" for d in DIMENSIONS})
     elif paradigm == "perception":

@@ -42,7 +42,8 @@ from lm_eval_bias.vignette.schema import DIMENSIONS, PERCEPTION_QUESTIONS, image
 # the analysis (every key from records: the orchestration of lm_eval_bias.vignette.stats) lives in
 # lm_eval_bias.vignette.analysis; these names stay importable from here
 from lm_eval_bias.vignette.analysis import (ALPHA, _spreads, activity_choice_table, factuality_table,  # noqa: F401
-                                            option_table, rate_keys, result_keys, sscm_terms, summarize)
+                                            option_table, rate_keys, result_keys, significant_count, sscm_terms,
+                                            summarize)
 
 PARADIGMS = ("factuality", "perception", "stereotype", "decision", "decision_positional", "decision_textonly")
 #: Draws per identity for each pairing type (see vignette_pairs.sample_pairs). With the full upstream
@@ -779,7 +780,9 @@ def _identity_significance_keys(parameter: str) -> Callable[[list[dict[str, Any]
         part = table[table["parameter"] == parameter]
         if not len(part):
             return {}
-        return {f"n_identities_significant_{parameter}": float((stats.identity_pair_tests(part)["p_holm"] < ALPHA).sum())}
+        tests = stats.identity_pair_tests(part)
+        return {f"n_identities_significant_{parameter}": significant_count(
+            (tests["p_holm"] < ALPHA).sum(), stats.identity_family_power(tests, ALPHA))}
 
     return summarize_view
 
@@ -823,7 +826,9 @@ def _polarity_cell_keys(records: list[dict[str, Any]]) -> dict[str, float]:
     table, design = _stereotype_design(records)
     if design is None:
         return {}
-    return {"n_polarity_cells_significant": float((stats.polarity_tests(table, sscm_terms(records))["p_holm"] < ALPHA).sum())}
+    cells = stats.polarity_tests(table, sscm_terms(records))
+    return {"n_polarity_cells_significant": significant_count((cells["p_holm"] < ALPHA).sum(),
+                                                              stats.cell_family_power(cells, ALPHA))}
 
 
 def _view_codec(paradigm: str, fields: tuple[str, ...], **defaults: Any) -> PairViewCodec:

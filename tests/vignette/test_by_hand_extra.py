@@ -95,7 +95,10 @@ def test_significance_counts_by_hand(monkeypatch):
     # normal approximation z = sum c / sqrt(sum c^2) = sqrt(13) = 3.61, p = 3.1e-4 for A and B; Holm x 2 = 6.2e-4
     # -> n_identities_significant = 2. Fisher: [[13, 0], [0, 13]], p = 2 / C(26, 13) = 1.9e-7 -> 2.
     # PairComp head-to-head (A, B) and (B, A): one test, significant, counted twice -> 2.
-    # With 3 pairs: pair-level p = 1/4 (Holm 1/2) and Fisher p = 1/10 (Holm 1/5): nothing significant.
+    # With 3 pairs: pair-level p = 1/4 (Holm 1/2) and Fisher p = 1/10 (Holm 1/5): nothing significant; the
+    # smallest attainable sign-flip p, 2 / 2**3 = 1/4, is above Holm's first threshold .05 / 2, so the
+    # sign-flip families cannot reject at all and their counts are NaN (not a "0 significant" that
+    # would read as "no bias"); the paper's Fisher count stays a count.
     from lm_eval_bias.vignette import tasks as vignette
     from tests.vignette.test_stats_vignette_pairs import _records
 
@@ -105,5 +108,10 @@ def test_significance_counts_by_hand(monkeypatch):
         table = _table([_doc(f"p{k}", "A", "B", "cook", "A") for k in range(n_pairs)]).drop(columns="parameter")
         out = vignette.summarize(_records(table))
         assert (out["n_pairs"], out["n_identities"], out["selection_spread_age"]) == (n_pairs, 2.0, 100.0)
-        assert out["n_identities_significant"] == out["n_identities_significant_paper"] == expected, n_pairs
-        assert out["n_paircomp_cells_significant"] == expected, n_pairs
+        assert out["n_identities_significant_paper"] == expected, n_pairs
+        if n_pairs == 13:
+            assert out["n_identities_significant"] == out["n_paircomp_cells_significant"] == expected
+            assert out["n_identities_significant_can_reject"] == out["n_paircomp_cells_significant_can_reject"] == 1.0
+        else:
+            assert math.isnan(out["n_identities_significant"]) and math.isnan(out["n_paircomp_cells_significant"])
+            assert out["n_identities_significant_can_reject"] == out["n_paircomp_cells_significant_can_reject"] == 0.0
