@@ -192,8 +192,8 @@ def build(model: ModelRun, root: Path) -> Card:
             warning_box("Read with care", _run_warnings(model, card.parts)),
             '<p class="howto">Each line states a finding in words, then the number it rests on, its 95 % interval in '
             "brackets (or why it has none) and the sample behind it. A magnitude that is positive without any bias "
-            "(polarization, JSD) shows the paper's plug-in value, then its bias-corrected value with the 95 % "
-            "interval for the parameter, then its null floor and p-value. Metric keys link to the glossary at the end. "
+            "(polarization, JSD, FACT-OR-FAIR's scores) shows the paper's plug-in value, then its debiased value with "
+            "the 95 % interval for the parameter, then its null floor and p-value. Metric keys link to the glossary at the end. "
             "Figures follow; the detailed tables are folded below each benchmark. Every figure is also in "
             f"<code>figures/{esc(card.slug)}/</code> (PNG 300 dpi, SVG; linked under it), every table in "
             f"<code>tables/{esc(card.slug)}/</code> (CSV).</p>",

@@ -159,6 +159,11 @@ ENTRIES: list[tuple[str, str, str, str]] = [
                                                  "polarity = 0 has Holm p < 0.05.", ""),
     ("vignette", "n_identities_significant_question_(?P<x>ability|sociability|morality|agency|status|appearance)",
      "identities whose Holm-adjusted identity test on the '{x}' decision questions is significant at 5 %.", ""),
+    ("vignette", f"p_identity_heterogeneity_(?P<x>{_DIM})", "p-value of the pooled test that no identity of the "
+     "{x} dimension is preferred (sign flips of whole image pairs, Q = sum of squared identity z; side, pair and "
+     "image effects allowed).", ""),
+    ("vignette", "n_dimensions_heterogeneous", "bias dimensions whose pooled identity-heterogeneity test has Holm "
+                                               "p < 0.05.", ""),
     ("vignette", "n_activities_significant_(?P<x>struggle|capability|enjoyment|dislike)",
      "activities whose Holm-adjusted test of S = 50 % on the '{x}' activity-contrast docs is significant at 5 %.", ""),
     *((b, "n_(?P<x>[a-z_]+)", "count of {x} in the run (the units the estimates and their intervals rest on; "
@@ -189,7 +194,19 @@ SUFFIXES: dict[str, str] = {
     "_paper": "{m} computed by the paper's own procedure, which fails calibration; kept by name, the unsuffixed "
               "key is the calibrated default.",
     "_authors": "{m} computed as the authors' released code does, where it differs from the paper.",
+    "_debiased": "estimate of the parameter that the 95 % interval of {m} is for (REFLECT: bootstrap bias-corrected; "
+                 "FACT-OR-FAIR: median-unbiased estimate of the score as the paper defines it, 1 for a fair model).",
+    "_can_reject": "1 when the test family of {m} can reject at all under the run's design (its smallest attainable "
+                   "Holm-adjusted p-value is below 0.05), else 0: then no test of the family can be significant for "
+                   "any model (lm_eval_bias.core.power).",
+    "_min_attainable_p": "smallest p-value one test of the family of {m} can return under the run's design.",
+    "_mde": "minimum detectable effect of the family of {m}: the true effect one test detects with 80 % power at "
+            "Holm's first step (normal approximation, Bloom 1995; lm_eval_bias.core.power).",
 }
+
+
+#: the power statement's suffixes (:mod:`lm_eval_bias.core.power`): always read through their metric
+POWER_SUFFIXES = ("_can_reject", "_min_attainable_p", "_mde")
 
 
 def split_suffix(key: str) -> tuple[str, str]:
@@ -205,10 +222,10 @@ def lookup(benchmark: str, key: str) -> tuple[str, str]:
     """(definition, documentation file) of ``key`` in ``benchmark``; a key the table does not know
     is described as such (never a broken link). Derived and variant keys (:data:`SUFFIXES`) are
     defined through their metric when the table has no entry of their own."""
-    found = _lookup(benchmark, key)
+    base, suffix = split_suffix(key)
+    found = None if suffix in POWER_SUFFIXES else _lookup(benchmark, key)  # "n_x_mde" is not a count of "x mde"
     if found is not None:
         return found
-    base, suffix = split_suffix(key)
     if suffix:
         definition, doc = lookup(benchmark, base)
         return f"{SUFFIXES[suffix].replace('{m}', base)} {base}: {definition}", doc

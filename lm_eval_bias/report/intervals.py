@@ -73,9 +73,6 @@ REASONS = {
                                        "to another number; the report does not resample the records itself (that "
                                        "percentile interval of the plug-in covered 0-31 % in simulation). Re-run the "
                                        "task, or read the current values with `python -m lm_eval_bias.analysis`.",
-    "no interval: within noise": "the estimate lies outside its own bootstrap distribution: a statistic biased "
-                                 "under resampling (a max − min spread, a mean of absolute values) whose value is "
-                                 "within resampling noise.",
     "no interval: plug-in magnitude": "the paper's plug-in value is biased at the run's design (REFLECT Pol, JSD: "
                                       "positive without any bias; FACT-OR-FAIR S_E, S_KLD, S_fair, d: a perfectly fair "
                                       "model's plug-in is its null floor, not the definition's 1); the calibrated 95 % "
@@ -88,8 +85,9 @@ REASONS = {
 POPULATION_METHOD = ("test inversion over the plug-in's finite-sample distribution at the run's design: an interval "
                      "for the score as the paper defines it (1 for a perfectly fair model); centre: median-unbiased")
 #: how the interval of a bias-corrected magnitude (``<m>_debiased``) is computed
-BIAS_CORRECTED_METHOD = ("task's cluster bootstrap, bias-corrected basic interval for the parameter; lower end 0 "
-                         "unless the permutation test of more than chance rejects (p_null < 0.05)")
+BIAS_CORRECTED_METHOD = ("interval for the parameter by test inversion over the task's template-cluster bootstrap "
+                         "(Pol: profiled cell configuration; JSD: along the pooled-to-group line), not built around "
+                         "the bootstrap bias-corrected estimate shown as its centre")
 
 
 @dataclass(frozen=True)
@@ -241,12 +239,14 @@ def cluster_count(run: TaskRun) -> int | None:
     return int(templates) if isinstance(templates, (int, float)) else None
 
 
+#: appended to the method of an interval that does not contain the estimate shown beside it
+OUTSIDE_NOTE = "; the estimate shown lies outside this interval (it is biased at this design: read the interval)"
+
+
 def checked_interval(value: float, low: float, high: float, method: str) -> Interval:
-    """A percentile interval that excludes its own estimate is not shown: the statistic is biased under
-    resampling (a max − min spread, a mean of absolute values), and the estimate is within noise."""
-    if low <= value <= high:
-        return Interval(low, high, method)
-    return Interval(reason="no interval: within noise")
+    """The interval, always shown (issue 31: an interval is never hidden while its estimate is shown);
+    when it excludes the estimate beside it, its method says so (:data:`OUTSIDE_NOTE`)."""
+    return Interval(low, high, method if low <= value <= high else method + OUTSIDE_NOTE)
 
 
 def _missing_reason(run: TaskRun) -> str:

@@ -343,7 +343,8 @@ class Metric:
         else:
             ci = f' <a class="no-ci" href="#no-interval">({esc(self.reason or "no interval")})</a>'
         if finite(self.corrected):
-            ci = (' · <span class="corrected" title="bootstrap bias-corrected value">bias-corrected '
+            ci = (' · <span class="corrected" title="estimate of the parameter the interval is for (REFLECT: '
+                  'bootstrap bias-corrected; FACT-OR-FAIR: median-unbiased)">debiased '
                   f'{esc(fmt(self.corrected, self.digits) + self.unit)}</span>{ci}')
         return f'{key}<span class="num">{esc(number)}</span>{ci}{self.companions_html()}'
 

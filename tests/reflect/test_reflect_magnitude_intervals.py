@@ -1,7 +1,7 @@
 """REFLECT magnitudes (Pol, Ext, JSD) report a confidence interval for the parameter with no test before it
 (issue 31): each interval function on constructed cases, a small seeded coverage check per method, the keys
 through the tasks' real aggregation (planted effect and no bias), the template-level relabellings of the
-win-rate tests, and the report showing the plug-in value, then "bias-corrected x [lo, hi]", then the null
+win-rate tests, and the report showing the plug-in value, then "debiased x [lo, hi]", then the null
 floor and p."""
 
 from __future__ import annotations
@@ -229,7 +229,7 @@ def test_report_shows_plug_in_then_bias_corrected_interval_then_null_floor():
                "extreme_cell_rate": 0.2, "extreme_cell_rate_ci_low": 0.1, "extreme_cell_rate_ci_high": 0.3}
     run = TaskRun("focus_2afc_income", metrics, None, None, [])
     html = metric("reflect", run, "polarization").html()
-    plug_in, corrected, ci, null = (html.index(s) for s in ("0.20", "bias-corrected 0.15", "[0.09, 0.21]", "null floor 0.08"))
+    plug_in, corrected, ci, null = (html.index(s) for s in ("0.20", "debiased 0.15", "[0.09, 0.21]", "null floor 0.08"))
     assert plug_in < corrected < ci < null and "p(more than chance) 0.004" in html
     assert "0.20</span> <span class=\"ci\"" not in html  # the plug-in is never followed by a bracket not its own
     assert interval(run, "polarization").reason == "no interval: plug-in magnitude"  # e.g. the leaderboard cell

@@ -19,6 +19,7 @@ import yaml
 
 from lm_eval_bias.reflect.schema import GROUPS
 from lm_eval_bias.models.bias_probe import BiasProbeLM
+from lm_eval_bias.report.intervals import OUTSIDE_NOTE
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -168,9 +169,12 @@ def test_every_leaderboard_number_of_a_full_run_has_an_interval(report):
                     assert name.split(":")[1].startswith(("polarization", "jsd_", "s_e", "s_kld", "s_fair",
                                                           "distance")), (name, value)
                     continue
-                assert "spread" in name and value["interval"] == "no interval: within noise", (name, value)
-            else:
-                assert value["ci95"][0] <= value["value"] <= value["ci95"][1], (name, value)
+                # VIGNETTE magnitudes: estimate and null floor, no interval (docs/vignette.md "Magnitudes")
+                assert ("spread" in name or "mean_abs_polarity" in name) and \
+                    value["interval"] == "no interval: none from the task", (name, value)
+            else:  # an interval is never hidden; one that excludes its estimate says so
+                inside = value["ci95"][0] <= value["value"] <= value["ci95"][1]
+                assert inside != value["interval"].endswith(OUTSIDE_NOTE), (name, value)
                 assert "bootstrap" in value["interval"], (name, value)
 
 
