@@ -29,7 +29,9 @@ from lm_eval_bias.core.parsing import (
 )
 
 # database=None: no .hypothesis/ folder in the checkout; failures are reproduced from the printed example.
-SETTINGS = dict(deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+# derandomize=True: the same examples on every run, so CI's verdict does not depend on the draw (wider
+# exploration: scripts/fuzz_parsers.py and scripts/fuzz_commands.py, or --hypothesis-seed=N locally).
+SETTINGS = dict(deadline=None, database=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                                           HealthCheck.large_base_example])
 MODES = (False, True)
 
@@ -286,12 +288,14 @@ def _task_cases():
           "options": list(CF_OPTIONS), "human_consistency": 0.8, "split": "test", "prompt": "baseline"}
     vig = {"doc_id": "d1", "pair_id": "v1", "paradigm": "factuality", "pair_kind": "identity", "gender": "man",
            "dimension": "age", "left": "old man", "right": "young man", "left_activity": "cooking",
-           "right_activity": "", "question_type": "identity_choice", "parameter": "who_doing", "context": "",
+           "right_activity": "", "question_type": "who_doing", "parameter": "", "context": "",
            "options": ["old man", "young man", "Both", "None"], "option_identity": ["old man", "young man", "", ""],
            "option_activity": ["", "", "", ""], "target": "old man", "asked": "cooking", "direction": ""}
+    # (a factuality "who is doing" doc as the task builds it: question type who_doing, no parameter; the
+    # compact views check that layout, so an off-layout doc is a builder error, not a model output)
     vig_pos = dict(vig, paradigm="decision_positional", options=["the left person", "the right person"],
                    option_identity=["old man", "young man"], option_activity=["", ""], target="",
-                   question_type="identity_choice")
+                   question_type="identity_choice", parameter="who_doing")
     return [
         ("reflect.2afc", reflect.process_results_2afc, reflect.record_2afc, twoafc),
         ("reflect.mcq_salary", reflect.process_results_mcq, reflect.record_mcq, dict(mcq, variant="salary")),
