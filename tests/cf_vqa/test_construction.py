@@ -18,6 +18,7 @@ import pytest
 
 from lm_eval_bias.cli import main as cli
 from lm_eval_bias.cf_vqa.planted_chat import PlantedChat
+from tests.loopback import send_json
 
 ATTRIBUTES = """category,subcategory,attribute
 Demography,Age,Lawyer Age
@@ -114,12 +115,7 @@ class ChatServer(BaseHTTPRequestHandler):
             self.end_headers()
             return
         answer = self.chat.chat(body["messages"])
-        payload = json.dumps({"choices": [{"message": {"role": "assistant", "content": answer}}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
+        send_json(self, {"choices": [{"message": {"role": "assistant", "content": answer}}]})
 
     def log_message(self, *args):
         pass
@@ -335,12 +331,7 @@ class ImagesServer(BaseHTTPRequestHandler):
         ImagesServer.seen.append(record)
         buffer = io.BytesIO()
         image.save(buffer, format="PNG")
-        payload = json.dumps({"data": [{"b64_json": base64.b64encode(buffer.getvalue()).decode()}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
+        send_json(self, {"data": [{"b64_json": base64.b64encode(buffer.getvalue()).decode()}]})
 
     def log_message(self, *args):
         pass

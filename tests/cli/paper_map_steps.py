@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from tests.loopback import send_json
+
 ROOT = Path(__file__).resolve().parents[2]
 #: the main model: refusals and invalid answers planted, FACT-OR-FAIR answers uniform, CF-VQA flips
 MODEL_ARGS = "refusal_rate=0.2,invalid_rate=0.1,seed=3,fof_policy=uniform,cf_flip=0.5"
@@ -218,12 +220,7 @@ class _ImagesEndpoint(BaseHTTPRequestHandler):
             image = Image.blend(uploaded.resize((16, 16)), image, 0.5)
         buffer = io.BytesIO()
         image.save(buffer, format="PNG")
-        payload = json.dumps({"data": [{"b64_json": base64.b64encode(buffer.getvalue()).decode()}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
+        send_json(self, {"data": [{"b64_json": base64.b64encode(buffer.getvalue()).decode()}]})
 
     def log_message(self, *args):
         pass

@@ -18,6 +18,7 @@ import pytest
 from PIL import Image
 
 from lm_eval_bias.core import imagegen
+from tests.loopback import send_json
 
 RANK_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE")
 
@@ -211,17 +212,9 @@ class _Endpoint:
                 endpoint.requests.append({"path": self.path, "auth": self.headers.get("Authorization"),
                                           "type": self.headers.get("Content-Type", ""), "body": body})
                 status = endpoint.statuses.pop(0) if endpoint.statuses else 200
-                if status == 200:
-                    payload = json.dumps({"created": 0, "data": [{"b64_json": _png_b64((0, 128, 255))}]}).encode()
-                else:
-                    payload = json.dumps({"error": {"message": f"status {status}"}}).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                if status == 429:
-                    self.send_header("Retry-After", "0")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
+                answer = ({"created": 0, "data": [{"b64_json": _png_b64((0, 128, 255))}]} if status == 200
+                        else {"error": {"message": f"status {status}"}})
+                send_json(self, answer, status, {"Retry-After": "0"} if status == 429 else None)
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_port}/v1"
