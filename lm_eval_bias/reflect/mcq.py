@@ -317,10 +317,16 @@ class MCQSummary(EstimatesWithErrors):
     derived: dict[str, float] = field(default_factory=dict)
 
 
+def interval_bounds(estimates: Mapping[str, float]) -> dict[str, tuple[float, float]]:
+    """[0, 1] for the rates of an MCQ summary (their design-t interval is clipped to it); gaps unbounded."""
+    return {k: (0.0, 1.0) for k in estimates if k.endswith("_rate")}
+
+
 def _summarize_counts(strata, counts, metric, n_boot: int, seed: int, n_null: int, null_seed: int | None):
     estimates = metric({k: v.sum(axis=0) for k, v in counts.items()})
     replicates = bootstrap_replicates(counts, strata, metric, n_boot, seed)
-    stderr, ci_low, ci_high = template_bootstrap(counts, strata, metric, list(estimates), n_boot, seed, replicates=replicates)
+    stderr, ci_low, ci_high = template_bootstrap(counts, strata, metric, list(estimates), n_boot, seed, replicates=replicates,
+                                                 bounds=interval_bounds(estimates))
     loto = template_loto(counts, metric, estimates, LOTO_EFFECTS)
     derived = mcq_inference(counts["answers"], estimates, replicates, strata, n_null, seed if null_seed is None else null_seed,
                             group_distribution_replicates(counts["answers"], strata, n_boot, seed))

@@ -226,7 +226,8 @@ def presentation_summary(records: Sequence[PresentationRecord], options: str, op
                                    {k: float("nan") for k in NULL_KEYS}, (), "no MCQ record")
     estimates = metric({k: v.sum(axis=0) for k, v in per_template.items()})
     replicates = bootstrap_replicates(per_template, strata, metric, n_boot, seed)
-    stderr, low, high = template_bootstrap(per_template, strata, metric, INTERVAL_KEYS, n_boot, seed, replicates=replicates)
+    stderr, low, high = template_bootstrap(per_template, strata, metric, INTERVAL_KEYS, n_boot, seed, replicates=replicates,
+                                           bounds={k: (0.0, 1.0) for k in INTERVAL_KEYS if k.startswith(("valid_rate_", "jsd_"))})
     null, p_null = {}, {}
     for k, (a, b) in enumerate(PRESENTATION_PAIRS):
         both = matched_cells(counts["n_calls"], a, b)

@@ -84,7 +84,8 @@ def group_rates(run: TaskRun) -> tuple[dict[str, float], dict[str, tuple[float, 
     totals = {k: v.sum(axis=0) for k, v in table.counts.items()}
     estimates = _rate_metrics(totals)
     iters, seed = bootstrap_settings()
-    _, low, high = template_bootstrap(table.counts, table.strata, _rate_metrics, list(estimates), iters, seed)
+    _, low, high = template_bootstrap(table.counts, table.strata, _rate_metrics, list(estimates), iters, seed,
+                                   bounds=(0.0, 1.0))
     bounds = {k: (low[k], high[k]) for k in estimates}
     run.cache["group_rates"] = (estimates, bounds, len(table.templates))
     return run.cache["group_rates"]

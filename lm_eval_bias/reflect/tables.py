@@ -109,7 +109,8 @@ def retention_summary(calls: Sequence[TwoAFCCall], n_boot: int, seed: int) -> Ta
     _, strata, counts = retention_counts(calls)
     estimates = retention_metrics({k: v.sum(axis=0) for k, v in counts.items()}) if strata else {
         k: float("nan") for k in RETENTION_KEYS}
-    stderr, low, high = template_bootstrap(counts, strata, retention_metrics, list(estimates), n_boot, seed)
+    stderr, low, high = template_bootstrap(counts, strata, retention_metrics, list(estimates), n_boot, seed,
+                                           bounds=(0.0, 1.0))
     return TableSummary(estimates, stderr, low, high)
 
 
@@ -283,7 +284,8 @@ def salary_table_summary(records: Sequence[Mapping[str, Any]], n_boot: int, seed
         return TableSummary({k: float("nan") for k in MEAN_ABS_KEYS})
     estimates = metrics({k: v.sum(axis=0) for k, v in counts.items()})
     replicates = bootstrap_replicates(counts, strata, metrics, n_boot, seed)
-    stderr, low, high = template_bootstrap(counts, strata, metrics, list(estimates), n_boot, seed, replicates=replicates)
+    stderr, low, high = template_bootstrap(counts, strata, metrics, list(estimates), n_boot, seed, replicates=replicates,
+                                           domains={name: occupations[j] for name, (j, _) in metric_keys.items()})
     for key in SALARY_GAP_KEYS:  # the magnitudes' interval is for the parameter (issue 31), not the plug-in's spread
         low[f"mean_abs_{key}"], high[f"mean_abs_{key}"] = mean_abs_interval(
             [estimates[f"{key}_{o}"] for o in occupations], [replicates.get(f"{key}_{o}") for o in occupations]) \
@@ -356,6 +358,15 @@ def _template_index(*record_sets: Sequence[Any]) -> tuple[list[str], list[str], 
     return templates, [occupation_of[t] for t in templates], {t: k for k, t in enumerate(templates)}
 
 
+#: Range of the comparison keys that are shares or correlations (their design-t interval is clipped to it);
+#: differences (gaps, option / value differences, JSD deltas) are unbounded.
+COMPARISON_KEY_BOUNDS: dict[str, tuple[float, float]] = {
+    **{k: (0.0, 1.0) for k in ("kept_x", "kept_y", "flip_rate", "agreement", "valid_l", "valid_e", "paired_valid",
+                               "jsd_shift")},
+    "spearman": (-1.0, 1.0),
+}
+
+
 def _paired_bootstrap(counts: Mapping[str, np.ndarray], strata: Sequence[str], metrics: Any, estimates: Mapping[str, float],
                       n_boot: int, seed: int) -> tuple[dict[str, float], dict[str, float], dict[str, float], dict[str, str]]:
     """(stderr, ci_low, ci_high, reasons) of ``estimates`` from the rescaled stratified template bootstrap
@@ -363,7 +374,7 @@ def _paired_bootstrap(counts: Mapping[str, np.ndarray], strata: Sequence[str], m
     from lm_eval_bias.core.bootstrap import too_few_clusters
 
     keys = list(estimates)
-    stderr, low, high = template_bootstrap(counts, strata, metrics, keys, n_boot, seed)
+    stderr, low, high = template_bootstrap(counts, strata, metrics, keys, n_boot, seed, bounds=COMPARISON_KEY_BOUNDS)
     reasons: dict[str, str] = {}
     sizes: dict[str, int] = {}
     for s in strata:
@@ -829,7 +840,8 @@ def mcq_occupation_summary(records: Sequence[Mapping[str, Any]], options: str, o
     metrics.batch = batch
     per = {"answers": answers, "n_calls": n_calls}
     estimates = metrics({k: v.sum(axis=0) for k, v in per.items()})
-    stderr, low, high = template_bootstrap(per, strata, metrics, list(estimates), n_boot, seed)
+    stderr, low, high = template_bootstrap(per, strata, metrics, list(estimates), n_boot, seed,
+                                           domains={f"{k}_{o}": o for o in present for k in MCQ_OCCUPATION_METRICS})
     low.update({f"jsd_male_{o}": float("nan") for o in present})
     high.update({f"jsd_male_{o}": float("nan") for o in present})
     # jsd_male_<o>: the interval for the parameter (issue 31); one occupation's 8 templates give 7 between-template
@@ -917,7 +929,8 @@ def twoafc_occupation_summary(calls: Sequence[TwoAFCCall], occupations: Sequence
         return {f"male_win_rate_{o}": attribute_win_rate(c["wins"][j], GROUP_GENDERS, "man") for j, o in enumerate(present)}
 
     estimates = metrics({"wins": wins.sum(axis=0)})
-    stderr, low, high = template_bootstrap({"wins": wins}, table.strata, metrics, list(estimates), n_boot, seed)
+    stderr, low, high = template_bootstrap({"wins": wins}, table.strata, metrics, list(estimates), n_boot, seed,
+                                           bounds=(0.0, 1.0), domains={f"male_win_rate_{o}": o for o in present})
     estimates.update({k: float("nan") for k in keys if k not in estimates})
     by_template = {t: {"male_win_rate": attribute_win_rate(table.counts["wins"][k], GROUP_GENDERS, "man")}
                    for k, t in enumerate(table.templates)}

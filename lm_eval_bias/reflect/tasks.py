@@ -818,7 +818,8 @@ def _mcq_headline_summary(templates, strata, counts, metric, n_boot: int, seed: 
 
     estimates = metric({k: v.sum(axis=0) for k, v in counts.items()})
     replicates = bootstrap_replicates(counts, strata, metric, n_boot, seed)
-    stderr, ci_low, ci_high = template_bootstrap(counts, strata, metric, list(estimates), n_boot, seed, replicates=replicates)
+    stderr, ci_low, ci_high = template_bootstrap(counts, strata, metric, list(estimates), n_boot, seed, replicates=replicates,
+                                                 bounds=mcq_stats.interval_bounds(estimates))
     derived = mcq_stats.mcq_inference(counts["answers"], estimates, replicates, strata, n_null, seed)
     for key in mcq_stats.JSD_KEYS:  # where the full summary keeps JSD's interval (NaN here: not computed)
         ci_low[key], ci_high[key] = derived.pop(f"{key}_ci_low", float("nan")), derived.pop(f"{key}_ci_high", float("nan"))

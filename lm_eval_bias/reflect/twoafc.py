@@ -461,12 +461,17 @@ class TwoAFCSummary(EstimatesWithErrors):
     derived: dict[str, float] = field(default_factory=dict)
 
 
+def _proportion_bounds(estimates: Mapping[str, float]) -> dict[str, tuple[float, float]]:
+    """[0, 1] for every rate of a 2AFC summary (the design-t interval is clipped to it); counts unbounded."""
+    return {k: (0.0, 1.0) for k in estimates if not k.startswith("n_")}
+
+
 def _summarize_table(table: TwoAFCCountTable, metric_fn, n_boot: int, seed: int, n_null: int, null_seed: int | None) -> TwoAFCSummary:
     totals = {k: v.sum(axis=0) for k, v in table.counts.items()}
     estimates = metric_fn(totals)
     replicates = bootstrap_replicates(table.counts, table.strata, metric_fn, n_boot, seed)
     stderr, ci_low, ci_high = template_bootstrap(table.counts, table.strata, metric_fn, list(estimates), n_boot, seed,
-                                                 replicates=replicates)
+                                                 replicates=replicates, bounds=_proportion_bounds(estimates))
     loto = template_loto(table.counts, metric_fn, estimates, LOTO_EFFECTS)
     derived = twoafc_inference(table.counts["wins"], estimates, replicates, table.strata, n_null,
                                seed if null_seed is None else null_seed,

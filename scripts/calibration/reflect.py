@@ -262,7 +262,7 @@ def run_2afc(n_seeds: int, n_boot: int, designs=(48, 12, 6), seed: int = 0) -> l
                     note = ("profiled test inversion (mean_abs_deviation_interval)" if k == "polarization"
                             else "simultaneous max-t band of the cells (extreme_share_interval)")
                 else:
-                    note = "rescaled (Rao-Wu) template bootstrap, percentile interval"
+                    note = "design-t interval: estimate ± t_df x template-bootstrap SE, df = templates - occupations"
                 rows.append(_row(k, "interval", design_text, dgp_text, truth[k], est[k], cover[k], *args, note=note))
             for m in MAGNITUDES:
                 rows.append(_row(f"{m}_ci_low_paper/_ci_high_paper", "interval", design_text, dgp_text, truth[m], est[m],
@@ -336,7 +336,7 @@ def run_mcq(n_seeds: int, n_boot: int, designs=(48, 12), seed: int = 0) -> list[
                     tests[f"{k}_p_null"].append(d[f"{k}_p_null"] < 0.05)
             for k in keys:
                 note = ("test inversion along the pooled-to-group line (jsd_shrinkage_interval)" if k.startswith("jsd")
-                        else "rescaled (Rao-Wu) template bootstrap, percentile interval")
+                        else "design-t interval: estimate ± t_df x template-bootstrap SE, df = templates - occupations")
                 rows.append(_row(k, "interval", design_text, dgp_text, truth[k], est[k], cover[k], *args, note=note))
             for k in jsd:
                 rows.append(_row(f"{k}_ci_low_paper/_ci_high_paper", "interval", design_text, dgp_text, truth[k], est[k],
@@ -406,7 +406,7 @@ def run_salary(n_seeds: int, n_boot: int, n_per_occupation: int, n_bios: int, se
                 cover[k].append(_covers(low[k], high[k], truth[k]))
         for k in est:
             rows.append(_row(k, "interval", design, dgp, truth[k], est[k], cover[k], *args,
-                             note="rescaled (Rao-Wu) template bootstrap, percentile interval (salary_summary's)"))
+                             note="design-t interval (salary_summary's): estimate ± t_df x template-bootstrap SE, df = templates - occupations"))
     return rows
 
 
