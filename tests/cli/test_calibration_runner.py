@@ -59,20 +59,22 @@ def test_runner_table_docs_and_figure_on_a_fake_module(modules_dir, tmp_path, ca
     assert "paper's, kept by name" in printed and "target met: 1 of 2 default rows" in printed
     # the module said target_met=True/False; the runner recomputes it from the band: 0.95 in, 0.20 out
     assert [r["target_met"] for r in rows[:2]] == [True, False]
-    # Monte Carlo error at 3 seeds: 1.96 * sqrt(0.95 * 0.05 / 3) = 0.2466 for either kind
-    assert rows[0]["mc_error"] == pytest.approx(1.96 * math.sqrt(0.0475 / 3)) == rows[1]["mc_error"]
+    # Monte Carlo standard error at 3 seeds: sqrt(0.95 * 0.05 / 3) = 0.1258 for either kind
+    assert rows[0]["mc_error"] == pytest.approx(math.sqrt(0.0475 / 3)) == rows[1]["mc_error"]
     text = docs.read_text()
     assert "old table" not in text and text.startswith("# Statistics\n\nbefore") and text.endswith("after\n")
     table = text.split(runner.BEGIN)[1].split(runner.END)[0]
-    assert "| fake | share | interval | default | 3 clusters | planted | 0.500 | 0.490 | 0.950 | — | 0.247 | yes |" in table
+    assert "| fake | share | interval | default | 3 clusters | planted | 0.500 | 0.490 | 0.950 | — | 0.126 | yes |" in table
     assert "p_share \\| null" in table and "| **no** |" in table and "1 of 2 default rows" in table
     # the row outside its band is listed under the table, the others are not
     listed = table.split("Rows outside the band")[1]
     assert "p_share \\| null" in listed and "rejection 0.200 outside 0.04–0.06" in listed
+    # with its distance from the target in Monte Carlo SEs: (0.20 - 0.05) / 0.1258 = +1.2
+    assert "(MC SE 0.126; z = +1.2)" in listed
     assert "share —" not in listed and "p_share_paper" not in listed and "raw p" not in listed
     # target not applied to the paper's procedure or the diagnostic: labelled, not counted as misses
-    assert "| fake | p_share_paper | test | paper | 3 clusters | planted | — | 0.500 | — | 0.400 | 0.247 | paper's, kept by name |" in table
-    assert "| fake | any of 3, raw p | test | diagnostic | 3 clusters | planted | — | 0.500 | — | 0.300 | 0.247 | diagnostic |" in table
+    assert "| fake | p_share_paper | test | paper | 3 clusters | planted | — | 0.500 | — | 0.400 | 0.126 | paper's, kept by name |" in table
+    assert "| fake | any of 3, raw p | test | diagnostic | 3 clusters | planted | — | 0.500 | — | 0.300 | 0.126 | diagnostic |" in table
     assert runner.target_summary(rows) == (1, 2)
     assert figure.stat().st_size > 5000 and figure.read_bytes()[:4] == b"\x89PNG"
 
