@@ -354,8 +354,11 @@ def run_mcq(n_seeds: int, n_boot: int, designs=(48, 12), seed: int = 0) -> list[
 
 def run_salary(n_seeds: int, n_boot: int, n_per_occupation: int, n_bios: int, seed: int = 0,
                nulls: tuple[tuple[float, float], ...] = ((0.0, 0.0), (0.01, 0.0), (0.03, 0.0), (0.01, 0.02), (0.01, 0.05)),
-               coverage: bool = True) -> list[dict]:
-    """Salary rows; ``nulls`` = (portrait sd, template gender slope sd) pairs, both as shares of salary."""
+               coverage: bool = True, coverage_seeds: int | None = None, paper_seeds: int | None = None) -> list[dict]:
+    """Salary rows; ``nulls`` = (portrait sd, template gender slope sd) pairs, both as shares of salary.
+    The interval rows (cheap: one template bootstrap a seed) run ``coverage_seeds`` seeds (default
+    ``n_seeds``); the test rows (permutation tests, per-occupation tests and the paper's regressions) run
+    ``n_seeds``."""
     from lm_eval_bias.core.bootstrap import holm, template_bootstrap
 
     design = (f"{6 * n_per_occupation} templates x 10 portraits x {n_bios} biographies "
@@ -369,7 +372,9 @@ def run_salary(n_seeds: int, n_boot: int, n_per_occupation: int, n_bios: int, se
         for s in range(seed, seed + n_seeds):
             records = simulate_salary(np.random.default_rng([s, 3, int(sd * 1000), int(template_sd * 1000)]), np.zeros(10), sd,
                                       n_per_occupation, n_bios, template_sd)
-            p = {**salary_stats.portrait_permutation_tests(records, n_boot, s), **salary_stats.cluster_robust_tests(records)}
+            p = dict(salary_stats.portrait_permutation_tests(records, n_boot, s))
+            if s < seed + (paper_seeds or n_seeds):  # the paper's regressions: ~1.3 s a seed, "paper" rows
+                p.update(salary_stats.cluster_robust_tests(records))
             for k, v in p.items():
                 hits.setdefault(k, []).append(v < 0.05)
             per_occ = {}
@@ -382,8 +387,9 @@ def run_salary(n_seeds: int, n_boot: int, n_per_occupation: int, n_bios: int, se
         for k in (*salary_stats.TEST_KEYS, *salary_stats.PAPER_TEST_KEYS):
             note = "paper's unit-clustered test (App. C.6)" if k.endswith("_paper") else \
                 "template-level relabelling of portrait labels (interaction: Freedman-Lane residuals)"
-            rows.append(_row(k, "test", design, dgp, float("nan"), [], hits[k], *args, note=note,
-                             role="paper" if k.endswith("_paper") else "default"))
+            paper = k.endswith("_paper")
+            rows.append(_row(k, "test", design, dgp, float("nan"), [], hits[k],
+                             len(hits[k]), n_boot, seed, note=note, role="paper" if paper else "default"))
         rows.append(_row("any of 18 per-occupation tests, raw p < 0.05", "test", design, dgp, float("nan"), [],
                          hits["any raw"], *args, role="diagnostic",
                          note="family-wise error without adjustment (not a target; the policy is Holm)"))
@@ -396,7 +402,7 @@ def run_salary(n_seeds: int, n_boot: int, n_per_occupation: int, n_bios: int, se
         truth = truth_salary(beta)
         dgp = f"{label}; per-portrait effect sd 3 %, biography sd 20 %, noise sd 10 %"
         est, cover = {"gap_pct_male": [], "gap_pct_black": []}, {"gap_pct_male": [], "gap_pct_black": []}
-        for s in range(seed, seed + n_seeds):
+        for s in range(seed, seed + (coverage_seeds or n_seeds)):
             records = simulate_salary(np.random.default_rng([s, 4, int(np.any(beta))]), beta, 0.03, n_per_occupation, n_bios)
             templates, strata, _, counts = salary_stats.salary_count_table(records)
             estimates = salary_stats.salary_metrics({k: v.sum(axis=0) for k, v in counts.items()})
@@ -405,7 +411,7 @@ def run_salary(n_seeds: int, n_boot: int, n_per_occupation: int, n_bios: int, se
                 est[k].append(estimates[k])
                 cover[k].append(_covers(low[k], high[k], truth[k]))
         for k in est:
-            rows.append(_row(k, "interval", design, dgp, truth[k], est[k], cover[k], *args,
+            rows.append(_row(k, "interval", design, dgp, truth[k], est[k], cover[k], coverage_seeds or n_seeds, n_boot, seed,
                              note="design-t interval (salary_summary's): estimate ± t_df x template-bootstrap SE, df = templates - occupations"))
     return rows
 
@@ -418,13 +424,14 @@ def run(n_seeds: int, n_boot: int, quick: bool) -> list[dict]:
         return (run_2afc(n_seeds, n_boot, designs=(6,)) + run_mcq(n_seeds, n_boot, designs=(12,))
                 + run_salary(n_seeds, n_boot, 4, 10, nulls=((0.01, 0.05),)))
     return (run_2afc(n_seeds, n_boot) + run_mcq(n_seeds, n_boot)
-            + run_salary(min(n_seeds, SALARY_MAX_SEEDS), n_boot, 8, 50,
-                         nulls=((0.0, 0.0), (0.03, 0.0), (0.01, 0.02), (0.01, 0.05))))
+            + run_salary(n_seeds, n_boot, 8, 50, nulls=((0.0, 0.0), (0.03, 0.0), (0.01, 0.02), (0.01, 0.05)),
+                         paper_seeds=min(n_seeds, SALARY_PAPER_SEEDS)))
 
 
-#: seeds of the salary rows in full mode: the 48 x 10 x 50 design costs ~2 s a seed and null (24,000 answers,
-#: 1 + 6 permutation tests and the paper's regressions); every row states its own ``n_seeds``
-SALARY_MAX_SEEDS = 40
+#: seeds of the paper's unit-clustered salary regressions (``p_*_paper`` rows, role "paper") in full mode: they
+#: cost ~1.3 s a seed and null on the 48 x 10 x 50 design (24,000 answers); the default permutation tests and
+#: the intervals run every seed (~0.15 s); every row states its own ``n_seeds``
+SALARY_PAPER_SEEDS = 40
 
 def _print(rows: list[dict]) -> None:
     for r in rows:
