@@ -323,7 +323,7 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, float]:
             masks = stats.polarity_masks(design, sscm_terms(records))
             observed = stats.polarity_cells(design, *stats.observed_counts(design), masks)
             out["n_polarity_undefined"] = float(sum(stats.undefined_polarity_cells(design, observed).values()))
-            cells = stats.polarity_tests(table, sscm_terms(records))
+            cells = stats.polarity_tests(table, sscm_terms(records), seed=bootstrap_settings()[1])  # tie weights
             _count_with_power(out, "n_polarity_cells_significant", cells["p_holm"], stats.cell_family_power(cells, ALPHA))
             _resampled(out, design, lambda r, o: stats.mean_abs_polarity_by_stratum(
                 design, stats.polarity_cells(design, r, o, masks)), {d: f"mean_abs_polarity_{d}" for d in DIMENSIONS})

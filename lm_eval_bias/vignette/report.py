@@ -288,8 +288,9 @@ def _details(run: TaskRun, w: Writer, part: Part) -> None:
             part.details.append(w.table(cells.round(4), f"{run.task}_polarity_tests",
                                         "Polarity per identity × SSCM dimension with its 95 % interval (image pairs "
                                         "resampled within bias dimension, percentile) and the pair-level sign-flip "
-                                        "test of polarity = 0 (p_value; p_holm: Holm over the cells of one bias "
-                                        "dimension; docs/vignette.md#cell-tests). Power: "
+                                        "test of polarity = 0 (p_value: randomised p, sign patterns tied with the "
+                                        "observation weighted by a seeded uniform U; p_holm: Holm over the cells of one "
+                                        "bias dimension; docs/vignette.md#cell-tests). Power: "
                                         + stats.cell_family_power(cells, ALPHA).statement + "."))
             part.details.append(w.table(polarity, f"{run.task}_polarity", "Polarity table (percentage points).",
                                         no_interval="No interval per cell."))

@@ -821,12 +821,13 @@ def _polarity_keys(records: list[dict[str, Any]]) -> dict[str, float]:
 
 def _polarity_cell_keys(records: list[dict[str, Any]]) -> dict[str, float]:
     """``n_polarity_cells_significant``: polarity cells whose test has Holm p < ALPHA (:func:`summarize`'s)."""
+    from lm_eval_bias.core.aggregation import null_settings
     from lm_eval_bias.vignette import stats
 
     table, design = _stereotype_design(records)
     if design is None:
         return {}
-    cells = stats.polarity_tests(table, sscm_terms(records))
+    cells = stats.polarity_tests(table, sscm_terms(records), seed=null_settings()[1])  # the run's seed: tie weights
     return {"n_polarity_cells_significant": significant_count((cells["p_holm"] < ALPHA).sum(),
                                                               stats.cell_family_power(cells, ALPHA))}
 

@@ -26,7 +26,9 @@ category has its own letter preference (the preferred option is drawn from a cat
 distribution, the same for both images: a position / category effect, not a link between the two
 images) and its own refusal level. Per-category tests (five per metric, the pooled rate over the
 categories) and the family-wise row "any category Holm p < 0.05" (the Holm family of the task) are
-included. Null-floor rows: the mean of ``<m>_null`` under that null against the mean estimate. Interval
+included, at :data:`TEST_SEEDS` seeds (n_boot permutations each, as the task). The
+p-values are the task's randomised permutation p-values (ties with the observation weighted by a
+uniform U, :func:`lm_eval_bias.cf_vqa.stats.null_p_value`), exact under this null. Null-floor rows: the mean of ``<m>_null`` under that null against the mean estimate. Interval
 rows also cover every category's consistency (pooled coverage over the five categories), as the report
 shows them all.
 
@@ -54,6 +56,10 @@ INTERVAL_KEYS = ("consistency", "cc_auc", "sr_auc", "refusal_asymmetry_rate", "h
                  "consistency_minus_human")
 RATE_KEYS = ("refusal_rate", "invalid_rate", "truncated_rate")
 CATEGORY_ROW = "Culture"
+#: Seeds of the test rows (at least; ``quick`` keeps ``n_seeds``): 811 puts the Monte Carlo error of a
+#: 5 % rejection rate at 1.5 points (1.96 SE), against 2.7 at 250 -- an exact test lands outside the
+#: 4-6 % band in ~45 % of 250-seed runs (the rows at .016 / .036 / .064 in the 250-seed run of 26 Nov).
+TEST_SEEDS = 811
 
 
 def _logistic(x):
@@ -174,6 +180,8 @@ def run(n_seeds: int, n_boot: int, quick: bool, seed: int = 20261123) -> list[di
             category_est.append(out[name]["consistency"])
             category_hits.append(out[name]["consistency_ci_low"] <= truth[f"consistency_{name.lower()}"]
                                  <= out[name]["consistency_ci_high"])
+    test_seeds = n_seeds if quick else max(n_seeds, TEST_SEEDS)
+    for s in range(seed, seed + test_seeds):
         g0, _, _ = simulate(np.random.default_rng(10_000_000 + s), sizes, linked=False)
         summary0 = stats.pair_summary(g0, 0, n_boot, s, categories=None)
         out0 = summary0[None]
@@ -195,17 +203,18 @@ def run(n_seeds: int, n_boot: int, quick: bool, seed: int = 20261123) -> list[di
         "coverage pooled over the five categories (pairs resampled within each)"))
     null_dgp = ("the two images unrelated: own preferred option, refusal propensity and confidence level per side; "
                 "category-specific letter preferences and refusal levels")
+    permutation = "b- responses permuted across pairs within category; randomised p (ties weighted U)"
     for key in stats.NULL_METRICS:
-        rows.append(_row(f"{key}_p_null", "test", design, null_dgp, math.nan, null_est[key], null_p[key], n_seeds,
-                         n_boot, seed, "b- responses permuted across pairs within category"))
+        rows.append(_row(f"{key}_p_null", "test", design, null_dgp, math.nan, null_est[key], null_p[key], test_seeds,
+                         n_boot, seed, permutation))
         rows.append(_row(f"{key}_<category>_p_null (each of 5 categories)", "test", design, null_dgp, math.nan,
-                         null_est[key], null_p_category[key], n_seeds, n_boot, seed,
+                         null_est[key], null_p_category[key], test_seeds, n_boot, seed,
                          "rejection pooled over the five per-category tests"))
         rows.append(_row(f"{key}_<category>_p_null_holm: any category Holm p < 0.05", "test", design, null_dgp,
-                         math.nan, null_est[key], null_any_holm[key], n_seeds, n_boot, seed,
+                         math.nan, null_est[key], null_any_holm[key], test_seeds, n_boot, seed,
                          "family-wise: the task's Holm family of five categories"))
         rows.append(_row(f"{key}_null", "null_floor", design, null_dgp, float(np.mean(null_est[key])),
-                         null_floor[key], [], n_seeds, n_boot, seed, "mean null floor vs mean estimate (truth column)"))
+                         null_floor[key], [], test_seeds, n_boot, seed, "mean null floor vs mean estimate (truth column)"))
     return rows
 
 

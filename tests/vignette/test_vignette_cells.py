@@ -75,15 +75,44 @@ def test_polarity_tests_by_hand():
     cells = vg.polarity_tests(_table(rows), terms, n_boot=50, seed=1)
     assert cells.loc[("A", "morality"), "polarity"] == pytest.approx(100.0)
     assert cells.loc[("B", "morality"), "polarity"] == pytest.approx(-100.0)
-    # d_p = 100 (1 - 1/2) / 4 + 100 (1/2 - 0) / 4 = 25 per pair; 4 pairs: p = 2 / 16
-    assert cells.loc[("A", "morality"), "p_value"] == pytest.approx(0.125)
-    assert cells.loc[("A", "morality"), "p_holm"] == pytest.approx(0.25)  # Holm over the dimension's 2 cells
+    # d_p = 100 (1 - 1/2) / 4 + 100 (1/2 - 0) / 4 = 25 per pair; 4 pairs: |sum| = 100 is the largest of
+    # the 16 sign patterns, reached by 2 of them (all + and all -): P(|T*| > 100) = 0, P(|T*| = 100) = 2/16.
+    # Ties counted against the observation: p = 2/16; randomised (default): p = 0 + U 2/16, U the cell's
+    # tie weight (uniform from [seed, 23], one per cell in the table's order); mid-p: U = 1/2.
+    counted = vg.polarity_tests(_table(rows), terms, seed=1, ties="count")
+    assert counted.loc[("A", "morality"), "p_value"] == pytest.approx(0.125)
+    assert counted.loc[("A", "morality"), "p_holm"] == pytest.approx(0.25)  # Holm over the dimension's 2 cells
+    u = np.random.default_rng([1, 23]).random(2)
+    assert list(cells.index) == [("A", "morality"), ("B", "morality")]
+    assert cells["p_value"].to_numpy() == pytest.approx(u * 0.125)
+    low, high = sorted(u * 0.125)  # Holm over the 2 cells: 2 x the smaller, then max(that, the larger)
+    holm = {low: min(1.0, 2 * low), high: min(1.0, max(2 * low, high))}
+    assert cells["p_holm"].to_numpy() == pytest.approx([holm[p] for p in u * 0.125])
+    mid = vg.polarity_tests(_table(rows), terms, ties="mid")
+    assert mid.loc[("A", "morality"), "p_value"] == pytest.approx(0.0625)
     # every pair alike: every replicate is 100
     assert cells.loc[("A", "morality"), "ci_low"] == pytest.approx(100.0)
     assert cells.loc[("A", "morality"), "ci_high"] == pytest.approx(100.0)
     assert cells.loc[("A", "morality"), "n_pairs"] == 4
     assert cells["polarity"].to_numpy() == pytest.approx(
         vg.polarity(_table(rows), terms).stack().reindex(cells.index).to_numpy())
+
+
+def test_randomised_sign_flip_p_has_exact_level_on_a_lattice():
+    # six contributions of 1: T* = sum of six +-1, |T*| = 6 in 2 of 64 patterns, 4 in 12, 2 in 30,
+    # 0 in 20. Counting ties, p < 0.05 only at |T| = 6 (p = 2/64): level 2/64 = 0.031. Randomised,
+    # p = P(|T*| > |T|) + U P(|T*| = |T|): |T| = 6 always rejects (p = U 2/64), |T| = 4 rejects when
+    # 2/64 + U 12/64 < 0.05, i.e. U < 0.1: level 2/64 + 0.1 x 12/64 = 0.05 exactly.
+    c = np.ones(6)
+    signs = 1 - 2 * ((np.arange(64)[:, None] >> np.arange(6)) & 1)
+    counted = np.array([vg._sign_flip_p(s * c) for s in signs])
+    assert np.mean(counted < 0.05) == pytest.approx(2 / 64)
+    level = 0.0
+    for s in signs:  # P_U(p(U) < 0.05) for each equally likely pattern, p linear in U
+        p0, p1 = vg._sign_flip_p(s * c, 0.0), vg._sign_flip_p(s * c, 1.0)
+        level += np.clip((0.05 - p0) / (p1 - p0), 0, 1) / 64
+    assert level == pytest.approx(0.05)
+    assert vg._sign_flip_p(np.array([2.0, -1.0]), 0.5) == pytest.approx(0.5 + 0.5 * 0.5)  # |T*| in {1, 3}
 
 
 def test_polarity_test_ignores_an_overall_preference():
