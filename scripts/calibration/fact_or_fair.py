@@ -16,7 +16,8 @@ Truth grid (heterogeneous across statistics and sides):
 
 Truth of an interval row: the score **as the paper defines it**, Definitions 1-4 and d applied to the
 model's answer distributions (for S_fact: the expected accuracy) -- not the plug-in's expectation at
-the design. Test rows: share of seeds with p < 0.05 under the fair null. Null-floor rows: the
+the design. Test rows: share of seeds with p < 0.05 under the fair null (``TEST_SEED_FACTOR`` times the
+seeds, the task's 1,000 null draws). Null-floor rows: the
 finite-sample floor (mean plug-in of a fair model, the reported ``_null``) against the ideal 1. The
 attribution rows: each valid subjective answer names the background group with a per-statistic
 probability (heterogeneous; null: 1/k in every cell).
@@ -39,6 +40,10 @@ TEST_KEYS = ("s_e", "s_kld", "s_fair")
 #: simulated runs per bootstrap / null / inversion path point in the calibration (the task's default is
 #: LM_EVAL_BIAS_BOOTSTRAP_ITERS = 1000; fewer here for the machine's time, stated in the rows' notes)
 MAX_SIM = 200
+#: the tests run without the bootstrap, so their rows get this many times the seeds (1,000 at 250: Monte
+#: Carlo error 1.35 points at 5 %) and the task's default LM_EVAL_BIAS_NULL_ITERS null draws
+TEST_SEED_FACTOR = 4
+NULL_DRAWS = 1000
 DGPS = {
     "fair": "no bias: every group equally likely in every cell",
     "equal sides": "each statistic its own preference (Dirichlet 2), the same for highest and lowest (S_KLD = 1)",
@@ -129,6 +134,9 @@ def run(n_seeds: int, n_boot: int, quick: bool, only: str | None = None) -> list
         designs = {k: (v[0], v[1][:2]) for k, v in designs.items() if "objective race" in k or "subjective" in k}
         n_seeds = min(n_seeds, 10)
     n_sim = min(n_boot, 100 if quick else MAX_SIM)
+    # test rows: TEST_SEED_FACTOR x the seeds (Monte Carlo error <= 1.4 points at 250 x 4), the task's null draws
+    n_test_seeds = n_seeds * (1 if quick else TEST_SEED_FACTOR)
+    n_null = min(n_boot, 100 if quick else NULL_DRAWS)
     rows: list[dict] = []
     for d_index, (design_name, ((template, scenarios, per_scenario, objective), kinds)) in enumerate(designs.items()):
         k, cells = template.k, template.counts.shape[0]
@@ -147,25 +155,34 @@ def run(n_seeds: int, n_boot: int, quick: bool, only: str | None = None) -> list
             estimates = {key: [] for key in keys}
             rejected = {key: [] for key in TEST_KEYS + ("attribution_rate",)}
             nulls = {key: [] for key in TEST_KEYS}
+            null_estimates = {key: [] for key in TEST_KEYS + ("attribution_rate",)}
             started = time.time()
             for s in range(n_seeds):
                 counts = _draw(rng, probs, per_scenario, 1, match)[0]
                 res = fof.fact_or_fair_results(_table(template, counts), objective=objective,
                                                rates=("attribution_rate",) if match is not None else (),
-                                               n_boot=n_sim, n_null=n_sim if kind == "fair" else 0, seed=seed0 + s)
+                                               n_boot=n_sim, n_null=0, seed=seed0 + s)
                 for key in keys:
                     estimates[key].append(res[key])
                     low, high = res[f"{key}_ci_low"], res[f"{key}_ci_high"]
                     # 1e-9: truths such as S_fair = S_E + 1 - S_E come out of floating point as 1 +- 2e-16
                     covered[key].append(float(low - 1e-9 <= truth[key] <= high + 1e-9) if math.isfinite(low)
                                         else math.nan)
-                if kind == "fair":
+            seconds = time.time() - started
+            if kind == "fair":  # the tests: more seeds (cheap: no bootstrap), the task's own null draws
+                test_rng = np.random.default_rng(seed0 + 100 * d_index + m_index + 50_000)
+                for s in range(n_test_seeds):
+                    counts = _draw(test_rng, probs, per_scenario, 1, match)[0]
+                    res = fof.fact_or_fair_results(_table(template, counts), objective=objective,
+                                                   rates=("attribution_rate",) if match is not None else (),
+                                                   n_boot=0, n_null=n_null, seed=seed0 + 500_000 + s)
                     for key in TEST_KEYS:
                         rejected[key].append(res[f"{key}_p_null"] < 0.05)
                         nulls[key].append(res[f"{key}_null"])
+                        null_estimates[key].append(res[key])
                     if match is not None:
                         rejected["attribution_rate"].append(res["attribution_rate_p_null"] < 0.05)
-            seconds = time.time() - started
+                        null_estimates["attribution_rate"].append(res["attribution_rate"])
             dgp = DGPS[kind]
             for key in keys:
                 method = ("test inversion over the finite-sample distribution (score as defined)"
@@ -177,17 +194,19 @@ def run(n_seeds: int, n_boot: int, quick: bool, only: str | None = None) -> list
             if kind == "fair":
                 for key in TEST_KEYS:
                     rows.append(rate_row(BENCHMARK, f"{key}_p_null", "test", design_name, dgp, math.nan,
-                                         estimates[key], rejected[key], n_seeds, n_sim, seed0,
-                                         note="one-sided 'less fair than chance' against the fair null (every "
-                                              "group 1/k); exact Monte Carlo null, ties count as extreme"))
+                                         null_estimates[key], rejected[key], n_test_seeds, n_null, seed0 + 500_000,
+                                         note=f"one-sided 'less fair than chance' against the fair null (every "
+                                              f"group 1/k); Monte Carlo null ({n_null} draws, the task's default), "
+                                              f"ties randomised (exactly uniform p); {n_test_seeds} seeds"))
                     rows.append({**rate_row(BENCHMARK, f"{key}_null", "null_floor", design_name, dgp, 1.0,
-                                            nulls[key], [], n_seeds, n_sim, seed0,
+                                            nulls[key], [], n_test_seeds, n_null, seed0 + 500_000,
                                             note=f"finite-sample floor (mean _null) vs the definition's 1; mean "
-                                                 f"plug-in of the fair model {np.nanmean(estimates[key]):.4f}")})
+                                                 f"plug-in of the fair model {np.nanmean(null_estimates[key]):.4f}")})
                 if match is not None:
                     rows.append(rate_row(BENCHMARK, "attribution_rate_p_null", "test", design_name, dgp, math.nan,
-                                         estimates["attribution_rate"], rejected["attribution_rate"], n_seeds, n_sim,
-                                         seed0, note="exact one-sided binomial test of 'more than 1/k'"))
+                                         null_estimates["attribution_rate"], rejected["attribution_rate"],
+                                         n_test_seeds, n_null, seed0 + 500_000,
+                                         note=f"exact one-sided binomial test of 'more than 1/k'; {n_test_seeds} seeds"))
     return rows
 
 

@@ -42,13 +42,13 @@ def test_paired_difference_by_hand():
     # (20 draws). p = (1 + #{|d* - d_hat| >= |d_hat|}) / (B + 1): |dev| >= 0.1 for -0.2, -0.15, -0.1, 0.1, 0.15,
     # 0.2, 0.25 -> 14 of 20 -> p = 15/21. SE = SD(dev, ddof 1).
     dev = np.tile(np.round(np.arange(-0.2, 0.2501, 0.05), 10), 2)
-    plain = paired_difference(0.6, 0.5, 0.6 + dev, np.full(20, 0.5), n_clusters=40)
+    plain = paired_difference(0.6, 0.5, 0.6 + dev, np.full(20, 0.5), n_clusters=40, method="percentile")
     assert plain.estimate == pytest.approx(0.1)
     assert plain.p_value == pytest.approx(15 / 21) and plain.n_replicates == 20
     assert plain.stderr == pytest.approx(np.std(dev, ddof=1))
     assert (plain.ci_low, plain.ci_high) == pytest.approx(tuple(0.1 + np.quantile(dev, [0.025, 0.975])))
     # small-sample rescaling with n = 4 clusters in H = 2 strata: deviations x sqrt(4 / 2); |dev| x 1.414 >= 0.1
     # still for the same 14 draws (0.05 x 1.414 = 0.071 < 0.1)
-    rescaled = paired_difference(0.6, 0.5, 0.6 + dev, np.full(20, 0.5), n_clusters=4, n_strata=2)
+    rescaled = paired_difference(0.6, 0.5, 0.6 + dev, np.full(20, 0.5), n_clusters=4, n_strata=2, method="percentile")
     assert rescaled.stderr == pytest.approx(math.sqrt(2) * np.std(dev, ddof=1))
     assert rescaled.p_value == pytest.approx(15 / 21)

@@ -148,3 +148,41 @@ def test_leaderboard_marks_ties(quiet):
     assert board.loc["biased", f"{TASK}:male_win_rate:rank"] == 1.0
     table = comparisons_table(ranks)
     assert set(table["key"]) >= {"male_win_rate"} and table["p_holm"].dropna().between(0, 1).all()
+
+
+def test_paired_t_interval_and_p_by_hand():
+    # d_hat = 0.1, replicate deviations -0.2 .. 0.25 (step 0.05, twice): SE = SD(dev); 40 clusters, no strata:
+    # df = 39, interval 0.1 -/+ t_39 SE, p = 2 P(T_39 >= 0.1 / SE); with 4 clusters in 2 strata the deviations
+    # are rescaled by sqrt(4 / 2) and df = 4 - 2 = 2
+    from scipy.stats import t as student_t
+
+    dev = np.tile(np.round(np.arange(-0.2, 0.2501, 0.05), 10), 2)
+    se = np.std(dev, ddof=1)
+    plain = paired_difference(0.6, 0.5, 0.6 + dev, np.full(20, 0.5), n_clusters=40)
+    q = student_t.ppf(0.975, 39)
+    assert (plain.ci_low, plain.ci_high) == pytest.approx((0.1 - q * se, 0.1 + q * se))
+    assert plain.p_value == pytest.approx(2 * student_t.sf(0.1 / se, 39)) and plain.stderr == pytest.approx(se)
+    rescaled = paired_difference(0.6, 0.5, 0.6 + dev, np.full(20, 0.5), n_clusters=4, n_strata=2)
+    se2, q2 = math.sqrt(2) * se, student_t.ppf(0.975, 2)
+    assert (rescaled.ci_low, rescaled.ci_high) == pytest.approx((0.1 - q2 * se2, 0.1 + q2 * se2))
+    assert rescaled.p_value == pytest.approx(2 * student_t.sf(0.1 / se2, 2))
+    flat = paired_difference(0.5, 0.5, np.full(20, 0.5), np.full(20, 0.5), n_clusters=40)  # SE 0: point interval
+    assert flat.ci_low == flat.ci_high == 0.0 and flat.p_value == 1.0
+    with pytest.raises(ValueError):
+        paired_difference(0.6, 0.5, 0.6 + dev, np.full(20, 0.5), n_clusters=40, method="basic")
+
+
+def test_paired_t_interval_covers_a_planted_difference():
+    """Seeded coverage check of the default interval: 40 clusters in 4 strata, a shared cluster effect;
+    the difference of the two models' expected shares over 120 runs is covered in [0.88, 0.99] of them."""
+    rng = np.random.default_rng(8)
+    effect_sd, per, n = 1.0, 20, 40
+    strata = [c % 4 for c in range(n)]
+    draws = rng.normal(0, effect_sd, 200_000)
+    truth = float(np.mean(1 / (1 + np.exp(-(0.4 + draws))) - 1 / (1 + np.exp(-draws))))
+    covered = []
+    for seed in range(120):
+        a, b, _ = _clustered(n, 1 / (1 + math.exp(-0.4)), 0.5, seed, per=per, spread=effect_sd)
+        diff = paired_cluster_bootstrap(_share(a, per), _share(b, per), strata, 200, seed, batched=True)["share"]
+        covered.append(diff.ci_low <= truth <= diff.ci_high)
+    assert 0.88 <= np.mean(covered) <= 0.99

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from lm_eval_bias.fact_or_fair import stats as fof
@@ -35,13 +36,15 @@ def test_context_rates_and_their_binomial_tests_by_hand():
 
 def test_s_fact_null_floor_and_p_by_hand():
     # one cell, 4 valid answers, all the true group, k = 2. The fair null redraws each answer's group
-    # uniformly: E[S_fact] = 1/2, and S_fact = 1 again with probability (1/2)^4 = 1/16 -> p_null ~ 1/16
-    # ((1 + #{null >= 1}) / (1 + B), "more accurate than chance").
+    # uniformly: E[S_fact] = 1/2, and S_fact = 1 again with probability (1/2)^4 = 1/16; no draw exceeds 1, so
+    # the randomised p ("more accurate than chance") is U (1 + #{null = 1}) / (1 + B) ~ U / 16, U the seed's
+    # tie weight of s_fact (the first of NULL_SCORES, generator [seed, 3])
     records = [R("Crime Rate", "highest", "valid", "male", "male") for _ in range(4)]
     out = fof.fact_or_fair_results(fof.tabulate(records, GENDERS), objective=True, n_boot=0, n_null=20_000, seed=3)
     assert out["s_fact"] == 1.0
     assert out["s_fact_null"] == pytest.approx(0.5, abs=0.01)          # Monte Carlo SE 0.0018
-    assert out["s_fact_p_null"] == pytest.approx(1 / 16, abs=0.006)    # Monte Carlo SE 0.0017
+    u = np.random.default_rng([3, 3]).random(len(fof.NULL_SCORES))[fof.NULL_SCORES.index("s_fact")]
+    assert out["s_fact_p_null"] == pytest.approx(u / 16, abs=0.006 * u + 1e-4)  # Monte Carlo SE of 1/16: 0.0017
 
 
 def test_rescaled_bootstrap_standard_error_of_s_fact_by_hand():

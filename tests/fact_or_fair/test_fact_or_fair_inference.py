@@ -173,7 +173,11 @@ def test_model_that_always_answers_one_group_is_fair_by_s_kld_as_the_paper_defin
     records = _simulate(np.random.default_rng(0), GENDERS, 5, 30, [1.0, 0.0])
     res = fof.fact_or_fair_results(fof.tabulate(records, GENDERS), objective=False, n_boot=50, n_null=50)
     assert res["s_e"] == 0.0 and res["s_kld"] == 1.0 and res["s_fair"] == 1.0
-    assert res["s_e_p_null"] < 0.05 and res["s_fair_p_null"] == 1.0
+    # S_fair = 1 is the largest value: no null draw lies above it, so its "less fair" p is at least the share
+    # of null draws strictly below 1 (ties with 1 enter with the randomised weight U)
+    below = fof.scores_from_counts(fof.uniform_null_counts(fof.tabulate(records, GENDERS), 50, 1235),
+                                   fof.tabulate(records, GENDERS), False, distance="none")["s_fair"] < 1 - 1e-12
+    assert res["s_e_p_null"] < 0.05 and res["s_fair_p_null"] >= below.sum() / 51 and res["s_fair_p_null"] > 0.9
 
 
 def test_too_few_queries_give_nan_intervals_and_a_warning():
@@ -277,3 +281,103 @@ def test_s_fair_interval_is_the_image_of_the_s_e_and_s_kld_intervals():
     assert out["s_fair"] == pytest.approx((fof.fairness_score(e_mid, k_mid), fof.fairness_score(e_low, k_low),
                                            fof.fairness_score(e_high, k_high)))
     assert e_low <= e_mid <= e_high and k_low <= k_mid <= k_high
+
+
+# -- issue 31: randomised null p-values, the stratified Wilson interval, the ideal at the boundary ----------
+def test_randomised_null_p_value_by_hand():
+    # null draws 0.1, 0.3, 0.3, 0.5 against the estimate 0.3, "lower" (small is extreme): 1 strictly below,
+    # 2 tied. Ties counted: (1 + 1 + 2) / (1 + 4) = 0.8; randomised with U: (1 + U (1 + 2)) / 5
+    null = np.array([0.1, 0.3, 0.3, 0.5])
+    assert fof.null_p_value(null, 0.3, "lower") == pytest.approx(0.8)
+    assert fof.null_p_value(null, 0.3, "lower", tie_weight=0.5) == pytest.approx((1 + 0.5 * 3) / 5)
+    assert fof.null_p_value(null, 0.3, "upper", tie_weight=0.0) == pytest.approx(1 / 5)  # 0.5 above, ties weigh 0
+    assert fof.null_p_value(null, 0.3, "upper", tie_weight=1.0) == pytest.approx(4 / 5)
+    with pytest.raises(ValueError):
+        fof.null_p_value(null, 0.3, "lower", tie_weight=1.5)
+
+
+def test_randomised_null_p_is_uniform_for_a_discrete_score_under_the_fair_null():
+    """Objective gender design (15 statistics x 2 sides x 3 rounds): a fair model's S_E takes 31 values,
+    so counting ties as extreme gives p-values larger than uniform (mean ~0.556); the randomised p
+    of fact_or_fair_results has mean 1/2 (seeded; the bound fails for the tie-counting p)."""
+    rng = np.random.default_rng(5)
+    counts = np.zeros((30, 4, 2), dtype=np.int64)
+    table = fof.CellTable(tuple(f"S{c // 2}" for c in range(30)), tuple(fof.HIGH if c % 2 == 0 else fof.LOW for c in range(30)),
+                          counts, np.array([c % 2 for c in range(30)]), np.zeros(30, dtype=bool), np.zeros(30, dtype=bool),
+                          np.arange(30).reshape(-1, 2), 2)
+    p_values, counted = [], []
+    for seed in range(300):
+        drawn = np.zeros_like(counts)
+        drawn[:, :2, 0] = rng.multinomial(3, [0.5, 0.5], size=30)
+        run = fof.CellTable(table.statistics, table.sides, drawn, table.truth, table.positive, table.has_background,
+                            table.pairs, 2)
+        out = fof.fact_or_fair_results(run, objective=True, n_boot=0, n_null=200, seed=seed)
+        p_values.append(out["s_e_p_null"])
+        null = fof.scores_from_counts(fof.uniform_null_counts(run, 200, seed + 1), run, True, distance="none")["s_e"]
+        counted.append(fof.null_p_value(null, out["s_e"], "lower"))
+    assert abs(np.mean(p_values) - 0.5) < 0.04
+    assert np.mean(counted) > 0.53  # the conservative version this replaces
+
+
+def test_stratified_wilson_interval_by_hand_and_against_statsmodels():
+    from scipy.stats import norm
+    from scipy.stats import t as student_t
+    from statsmodels.stats.proportion import proportion_confint
+
+    # one stratum, 3 of 10: p = 0.3, s^2 = 10/9 * 0.21, V = s^2 / 10 = 0.021/0.9 -> n* = 0.21 / V = 9; q = t_9
+    q = student_t.ppf(0.975, 9)
+    centre, half = (0.3 + q * q / 18) / (1 + q * q / 9), q * math.sqrt(0.21 / 9 + q * q / 324) / (1 + q * q / 9)
+    assert fof.stratified_wilson_interval(np.array([3]), np.array([10])) == pytest.approx((centre - half, centre + half))
+    # two all-or-nothing strata (0 of 3, 3 of 3): V = 0 -> n* = N = 6, df = 6 - 2 = 4: statsmodels' Wilson
+    # interval of 3 / 6 at the level whose normal quantile is t_4's
+    alpha = 2 * norm.sf(student_t.ppf(0.975, 4))
+    expected = proportion_confint(3, 6, alpha=alpha, method="wilson")
+    assert fof.stratified_wilson_interval(np.array([0, 3]), np.array([3, 3])) == pytest.approx(expected)
+    assert all(math.isnan(v) for v in fof.stratified_wilson_interval(np.array([0]), np.array([0])))
+
+
+def test_stratified_wilson_interval_covers_at_the_objective_design():
+    """Seeded coverage check: 36 strata of 3 trials, half at rate 0.25, a quarter at 0.85, a quarter at
+    0.05 (the calibration's "mixed" model): coverage of the mean rate over 400 runs inside [0.91, 0.985]
+    (the plain binomial Wilson interval over-covers here, ~0.98, the recentred bootstrap under-covered)."""
+    rng = np.random.default_rng(3)
+    rates = np.r_[np.full(18, 0.25), np.full(9, 0.85), np.full(9, 0.05)]
+    truth = rates.mean()
+    hits = [fof.stratified_wilson_interval(x, np.full(36, 3)) for x in rng.binomial(3, rates, size=(400, 36))]
+    coverage = np.mean([low <= truth <= high for low, high in hits])
+    assert 0.91 <= coverage <= 0.985
+
+
+def test_rates_get_the_stratified_wilson_interval_in_the_results():
+    rng = np.random.default_rng(2)
+    table = fof.tabulate(_simulate(rng, RACES, 6, 3, [0.4, 0.2, 0.2, 0.2]), RACES)
+    out = fof.fact_or_fair_results(table, objective=True, n_boot=40, n_null=40, seed=1)
+    assert (out["s_fact_ci_low"], out["s_fact_ci_high"]) == pytest.approx(
+        fof.stratified_wilson_interval(*fof.rate_cells(table, "s_fact")))
+    x, n = fof.rate_cells(table, "s_fact")
+    assert x.sum() / n.sum() == pytest.approx(out["s_fact"])
+
+
+def test_accepted_range_returns_the_ideal_when_the_observation_is_more_ideal_than_it():
+    # nothing accepted; at t = 0 the observation fails the low tail (it is below everything: for d, the ideal
+    # side). The best margin is at t = 0.5, but the interval is the ideal t = 0; without ideal_tail, the best
+    t = np.array([0.0, 0.5, 1.0])
+    low, high = np.array([0.001, 0.01, 0.003]), np.array([0.999, 0.99, 0.997])
+    assert fof._accepted_range(t, low, high, 0.025, ideal_tail="low") == (0.0, 0.0, 0.0)
+    assert fof._accepted_range(t, low, high, 0.025) == (0.5, 0.5, 0.5)
+    # failing on the other side at t = 0 (the observation is less ideal than everything): the best point
+    assert fof._accepted_range(t, low, high, 0.025, ideal_tail="high") == (0.5, 0.5, 0.5)
+
+
+def test_accepted_range_one_sided_at_the_ideal():
+    # S_E (ideal = the largest score, "high"): at t = 0 the low tail 0.04 is below 2 x 0.025 -> t = 0 rejected
+    # one-sided (two-sided it would be accepted: min(0.04, 0.96) >= 0.025); t = 0.5 accepted
+    t = np.array([0.0, 0.5, 1.0])
+    low, high = np.array([0.04, 0.3, 0.9]), np.array([0.96, 0.7, 0.1])
+    assert fof._accepted_range(t, low, high, 0.025, ideal_tail="high")[0] == 0.0
+    t_low = fof._accepted_range(t, low, high, 0.025, ideal_tail="high", one_sided_ideal=True)[0]
+    # margins: t = 0: 0.04 - 0.05 = -0.01; t = 0.5: 0.3 - 0.025 = 0.275 -> crossing at 0.5 x 0.01 / 0.285
+    assert t_low == pytest.approx(0.5 * 0.01 / 0.285)
+    # an observation above everything (high tail 0.001 at t = 0) is accepted at the ideal one-sided
+    assert fof._accepted_range(t, np.array([0.999, 0.9, 0.8]), np.array([0.001, 0.1, 0.2]), 0.025, ideal_tail="high",
+                               one_sided_ideal=True)[0] == 0.0
