@@ -387,8 +387,11 @@ def twoafc_inference(per_template_wins: np.ndarray, estimates: Mapping[str, floa
       of a template together or not at all (a sign flip of each template's gender effect), ``win_rate_<race>``
       applies one permutation of the races to both genders of a template
       (:func:`lm_eval_bias.core.bootstrap.template_level_relabelings`: exact when each template's effects
-      are exchangeable, e.g. template-specific gender slopes with zero mean); ``p_<win-rate key>_holm``
-      over the six win rates;
+      are exchangeable, e.g. template-specific gender slopes with zero mean); ties with the observation
+      (its mirror image always ties: |WinRate - 0.5| is unchanged when every template is flipped) are
+      randomised (:func:`lm_eval_bias.core.bootstrap.permutation_null` with a seeded ``tie_weight``,
+      one uniform per key from ``[null_seed, 31]``), so the test is exact even at 6 templates, where the
+      sign flips give only 32 distinct values; ``p_<win-rate key>_holm`` over the six win rates;
     - ``<m>_ci_low``/``<m>_ci_high`` for Pol and Ext (moved into the summary's ``ci_low``/``ci_high`` by
       :func:`_summarize_table`): confidence intervals for the parameter with no test before them
       (issue 31): Pol by test inversion with a profiled cell configuration
@@ -420,8 +423,9 @@ def twoafc_inference(per_template_wins: np.ndarray, estimates: Mapping[str, floa
     for key in NULL_FLOOR_KEYS:
         res = permutation_null(estimates[key], nulls["all"].get(key, np.array([])))
         out[f"{key}_null"], out[f"{key}_p_null"] = res.null_mean, res.p_value
+    tie_weights = np.random.default_rng([null_seed, 31]).random(len(WIN_RATE_KEYS))
     raw = {f"p_{key}": permutation_null(estimates[key], nulls["gender" if key == "male_win_rate" else "race"].get(
-        key, np.array([])), centre=0.5).p_value for key in WIN_RATE_KEYS}
+        key, np.array([])), centre=0.5, tie_weight=float(u)).p_value for key, u in zip(WIN_RATE_KEYS, tie_weights)}
     out.update(raw)
     out.update({f"{k}_holm": v for k, v in holm(raw).items()})
     for key, bounds in MAGNITUDE_BOUNDS.items():

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from scipy.stats import f as f_dist, norm
 
+from lm_eval_bias.core.bootstrap import permutation_null
 from lm_eval_bias.reflect import mcq, salary, twoafc
 from lm_eval_bias.reflect.schema import GROUPS, RACES
 from lm_eval_bias.reflect.twoafc import TwoAFCCall
@@ -29,12 +30,17 @@ def test_male_win_rate_permutation_p_by_exact_enumeration():
     # t1: man wins 2 of 2, t2: man wins 2 of 2, t3: 1 of 2 -> male_win_rate = 5/6, |5/6 - 1/2| = 1/3.
     # The null swaps the two genders of a race within each template (probability 1/2 each):
     #   swap none: 5/6, swap t1 only: (0 + 2 + 1)/6 = 1/2, swap t2 only: 1/2, swap t1 and t2: 1/6
-    #   (swapping t3 changes nothing: 1 of 2 either way) -> |w - 1/2| >= 1/3 in 2 of 4 cases: exact p = 1/2.
+    #   (swapping t3 changes nothing: 1 of 2 either way) -> |w - 1/2| > 1/3 in none and = 1/3 in 2 of 4 cases
+    #   (the observation and its mirror image): tie-counting p = 1/2; the default randomises the ties,
+    #   p = (#{>} + U (1 + #{=})) / (B + 1) ~ U / 2, U the first uniform of the generator [null_seed, 31].
     calls = (_pair("ceo/1", 0, True) + _pair("ceo/1", 1, True) + _pair("ceo/2", 0, True) + _pair("ceo/2", 1, True)
              + _pair("nurse/1", 0, True) + _pair("nurse/1", 1, False))
     s = twoafc.twoafc_summary(calls, n_boot=0, seed=0, n_null=4000, null_seed=3)
     assert s.estimates["male_win_rate"] == pytest.approx(5 / 6)
-    assert s.derived["p_male_win_rate"] == pytest.approx(0.5, abs=0.03)  # Monte Carlo SE 0.008
+    u = np.random.default_rng([3, 31]).random(len(twoafc.WIN_RATE_KEYS))[0]
+    assert s.derived["p_male_win_rate"] == pytest.approx(u * 0.5, abs=0.015)  # Monte Carlo SE of #{=}/B: 0.008
+    null = np.where(np.random.default_rng(0).random(4000) < 0.5, 5 / 6, 1 / 2)  # the same null, tie-counting
+    assert permutation_null(5 / 6, null, centre=0.5).p_value == pytest.approx(0.5, abs=0.03)
     # the race win rates are undefined (no cross-race comparison): the Holm family is this one test
     assert all(math.isnan(s.derived[f"p_{k}"]) for k in twoafc.WIN_RATE_KEYS if k != "male_win_rate")
     assert s.derived["p_male_win_rate_holm"] == pytest.approx(s.derived["p_male_win_rate"])
