@@ -54,7 +54,9 @@ def sign_flip_min_p(n_templates: int, n_perm: int) -> float:
     """Smallest p-value a two-sided template-level sign-flip test (the gender tests:
     :func:`lm_eval_bias.core.bootstrap.template_level_relabelings` with two values) can return with
     ``n_templates`` templates and ``n_perm`` Monte Carlo relabellings: the observed arrangement and its
-    mirror image tie, so p >= 2 / 2^T exactly, and a Monte Carlo p-value is >= 1 / (n_perm + 1)."""
+    mirror image tie, so p >= 2 / 2^T exactly, and a Monte Carlo p-value is >= 1 / (n_perm + 1). The
+    tasks randomise those ties (exact level at every T), which can take a p below 2 / 2^T by the draw of
+    U alone; the bound stated here is the tie-counting one, i.e. what the data can show without U."""
     exact = 2.0 / 2.0 ** n_templates if n_templates >= 1 else 1.0
     return max(min(exact, 1.0), 1.0 / (n_perm + 1) if n_perm > 0 else 1.0)
 
