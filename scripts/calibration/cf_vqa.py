@@ -28,7 +28,8 @@ images) and its own refusal level. Per-category tests (five per metric, the pool
 categories) and the family-wise row "any category Holm p < 0.05" (the Holm family of the task) are
 included, at :data:`TEST_SEEDS` seeds (n_boot permutations each, as the task). The
 p-values are the task's randomised permutation p-values (ties with the observation weighted by a
-uniform U, :func:`lm_eval_bias.cf_vqa.stats.null_p_value`), exact under this null. Null-floor rows: the mean of ``<m>_null`` under that null against the mean estimate. Interval
+uniform U, :func:`lm_eval_bias.cf_vqa.stats.null_p_value`), exact under this null. Null-floor rows: the
+mean of ``<m>_null`` under that null against the mean estimate. Interval
 rows also cover every category's consistency (pooled coverage over the five categories), as the report
 shows them all.
 
@@ -56,9 +57,10 @@ INTERVAL_KEYS = ("consistency", "cc_auc", "sr_auc", "refusal_asymmetry_rate", "h
                  "consistency_minus_human")
 RATE_KEYS = ("refusal_rate", "invalid_rate", "truncated_rate")
 CATEGORY_ROW = "Culture"
-#: Seeds of the test rows (at least; ``quick`` keeps ``n_seeds``): 811 puts the Monte Carlo error of a
-#: 5 % rejection rate at 1.5 points (1.96 SE), against 2.7 at 250 -- an exact test lands outside the
-#: 4-6 % band in ~45 % of 250-seed runs (the rows at .016 / .036 / .064 in the 250-seed run of 26 Nov).
+#: Seeds of the test rows (at least; ``quick`` keeps ``n_seeds``): the Monte Carlo SE of a 5 % rejection
+#: rate is 0.77 points at 811 seeds (1.96 SE = 1.5), against 1.38 at 250, where an exact test lands
+#: outside the 4-6 % band in about half of the rows (the rows at .016 / .036 / .064 of the 250-seed run
+#: of 26 Nov; 1,500 further seeds at 99 permutations gave .051 / .056 / .047, p-values uniform).
 TEST_SEEDS = 811
 
 
