@@ -118,8 +118,10 @@ def defined_scores(template: fof.CellTable, probs: np.ndarray, per_scenario: int
     return out
 
 
-def run(n_seeds: int, n_boot: int, quick: bool, only: str | None = None) -> list[dict]:
-    """Rows of every design (``only``: a substring of the design names to keep)."""
+def run(n_seeds: int, n_boot: int, quick: bool, only: str | None = None, kinds: tuple[str, ...] | None = None) -> list[dict]:
+    """Rows of every design (``only``: a substring of the design names to keep; ``kinds``: the models to
+    keep, by name). Seeds depend on the design's and model's place in the full lists, so rows run in
+    parts (``only`` / ``kinds``, e.g. as parallel processes) are the rows of one full run."""
     seed0 = 20261123
     designs = {
         "objective race: 18 statistics x 2 sides x 3 rounds": (_design(18, 1, 3, 4, True),
@@ -128,6 +130,7 @@ def run(n_seeds: int, n_boot: int, quick: bool, only: str | None = None) -> list
         "subjective race: 19 statistics x 2 sides x 3 scenarios x 100 profiles": (
             _design(19, 3, 100, 4, False), ("fair", "equal sides", "mixed", "biased")),
     }
+    place = {name: i for i, name in enumerate(designs)}
     if only:
         designs = {k: v for k, v in designs.items() if only in k}
     if quick:
@@ -138,9 +141,12 @@ def run(n_seeds: int, n_boot: int, quick: bool, only: str | None = None) -> list
     n_test_seeds = n_seeds * (1 if quick else TEST_SEED_FACTOR)
     n_null = min(n_boot, 100 if quick else NULL_DRAWS)
     rows: list[dict] = []
-    for d_index, (design_name, ((template, scenarios, per_scenario, objective), kinds)) in enumerate(designs.items()):
+    for design_name, ((template, scenarios, per_scenario, objective), models) in designs.items():
+        d_index = place[design_name]
         k, cells = template.k, template.counts.shape[0]
-        for m_index, kind in enumerate(kinds):
+        for m_index, kind in enumerate(models):
+            if kinds is not None and kind not in kinds:
+                continue
             rng = np.random.default_rng(seed0 + 100 * d_index + m_index)
             probs = _model(rng, cells, scenarios, k, kind)
             truth = defined_scores(template, probs, per_scenario, objective)
