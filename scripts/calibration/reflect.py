@@ -415,7 +415,7 @@ def run_salary(n_seeds: int, n_boot: int, n_per_occupation: int, n_bios: int, se
             hits.setdefault("any holm", []).append(min(holm(per_occ).values()) < 0.05)
         for k in (*salary_stats.TEST_KEYS, *salary_stats.PAPER_TEST_KEYS):
             note = "paper's unit-clustered test (App. C.6)" if k.endswith("_paper") else \
-                "template-level relabelling of portrait labels (interaction: Freedman-Lane residuals)"
+                "template-level relabelling of portrait labels (interaction: each template's own Freedman-Lane residuals, rescaled)"
             paper = k.endswith("_paper")
             rows.append(_row(k, "test", design, dgp, float("nan"), [], hits[k],
                              len(hits[k]), n_boot, seed, note=note, role="paper" if paper else "default"))
