@@ -381,23 +381,18 @@ def permuted_minus(strata: np.ndarray, n_perm: int, seed: int) -> np.ndarray:
 
 
 def null_p_value(observed: float, null: np.ndarray, tie_weight: float | None = None) -> float:
-    """One-sided Monte Carlo permutation p-value for "more than chance".
+    """One-sided Monte Carlo permutation p-value for "more than chance":
+    :func:`lm_eval_bias.core.bootstrap.permutation_null` (the project's one home for it).
 
     Default: (1 + #{null >= observed}) / (1 + n), draws tied with the observation counted against it
     (valid, conservative for a discrete statistic). ``tie_weight`` = U in [0, 1]: the randomised p
     (#{null > observed} + U (1 + #{null = observed})) / (1 + n), the observation being one of the
     n + 1 exchangeable values; with U ~ U(0, 1) independent of the data it is exactly uniform under
     the null however many ties there are (Lehmann & Romano 2005, Sec. 3.2 and 15.2; Hemerik & Goeman
-    2018, "exact testing with random permutations"). Ties: within 1e-12."""
-    null = np.asarray(null, dtype=np.float64)
-    null = null[~np.isnan(null)]
-    if np.isnan(observed) or null.size == 0:
-        return float("nan")
-    if tie_weight is None:
-        return float((1 + np.sum(null >= observed - 1e-12)) / (1 + null.size))
-    above = np.sum(null > observed + 1e-12)
-    tied = np.sum(np.abs(null - observed) <= 1e-12)
-    return float((above + tie_weight * (1 + tied)) / (1 + null.size))
+    2018, "exact testing with random permutations"). NaN without an observation or a null."""
+    from lm_eval_bias.core.bootstrap import permutation_null
+
+    return permutation_null(observed, null, tie_weight=tie_weight).p_value
 
 
 def null_tie_weights(seed: int, n: int) -> np.ndarray:
