@@ -9,8 +9,9 @@ benchmark's clusters (:data:`lm_eval_bias.report.intervals.CLUSTERING`: REFLECT 
 occupation, FACT-OR-FAIR queries within statistic × side, CF-VQA pairs within category, VIGNETTE image
 pairs within dimension) are resampled *jointly* for both models and every headline key is recomputed
 with the task's own aggregation (:func:`lm_eval_bias.samples.result_values`, the tasks' own bootstraps
-off), giving the difference's percentile interval and bootstrap p-value
-(:func:`lm_eval_bias.core.paired.paired_cluster_bootstrap`). Docs answered by only one model are left
+off), giving the difference's interval d̂ ± t_df · SE and its t-test p-value, SE the standard deviation of
+the rescaled paired replicates and df = clusters − strata
+(:func:`lm_eval_bias.core.paired.paired_cluster_bootstrap`, ``method="t"``). Docs answered by only one model are left
 out and counted. ``LM_EVAL_BIAS_REPORT_BOOTSTRAP_ITERS`` (default 200; 0 disables) and
 ``LM_EVAL_BIAS_BOOTSTRAP_SEED`` set the replicates.
 """

@@ -66,7 +66,6 @@ class Step:
     n_only_better: int = 0
     n_only_worse: int = 0
     note: str = ""
-    p_floor: float = math.nan  # smallest p-value the replicates can give, 1 / (B + 1)
 
 
 @dataclass
@@ -136,15 +135,11 @@ def rankings(models: list[ModelRun]) -> dict[str, Ranking]:
                 step.ci_low, step.ci_high = min(low, high), max(low, high)
                 step.p = diff.p_value
                 step.note = comparison.method
-                step.p_floor = 1.0 / (diff.n_replicates + 1)
             ranking.steps.append(step)
         adjusted = holm([s.p for s in ranking.steps])
         for step, p_holm in zip(ranking.steps, adjusted):
             step.p_holm = float(p_holm)
             step.tie = not (math.isfinite(p_holm) and p_holm < 0.05)
-            if step.tie and math.isfinite(step.p) and step.p <= step.p_floor * (1 + 1e-9):
-                step.note += (f"; p is at its resolution limit 1/(B + 1) = {step.p_floor:.3g}: too few replicates to "
-                              "separate these models after Holm (raise LM_EVAL_BIAS_REPORT_BOOTSTRAP_ITERS)")
         ranking.ranks = dict(zip(order, tie_groups(order, [not s.tie for s in ranking.steps])))
         out[column] = ranking
     return out
