@@ -544,18 +544,14 @@ def null_p_value(null: np.ndarray, estimate: float, direction: str, tie_weight: 
       Lehmann & Romano 2005, Sec. 3.2, randomised tests). Used by :func:`fact_or_fair_results`: a
       fair model's S_E at the objective gender design takes 31 values, and counting ties as extreme
       rejected 3.6 % at 5 % (3,000 simulated runs)."""
+    from lm_eval_bias.core.bootstrap import permutation_null  # the project's one home for this p-value
+
+    if tie_weight is not None and not 0.0 <= tie_weight <= 1.0:
+        raise ValueError(f"tie_weight must lie in [0, 1], got {tie_weight}")
     values = np.asarray(null, dtype=np.float64)
     values = values[np.isfinite(values)]
-    if not np.isfinite(estimate) or values.size == 0:
-        return float("nan")
-    tol = 1e-12 * max(1.0, abs(estimate))
-    tied = np.abs(values - estimate) <= tol
-    beyond = (values < estimate - tol) if direction == "lower" else (values > estimate + tol)
-    if tie_weight is None:
-        return float((1 + beyond.sum() + tied.sum()) / (1 + values.size))
-    if not 0.0 <= tie_weight <= 1.0:
-        raise ValueError(f"tie_weight must lie in [0, 1], got {tie_weight}")
-    return float((beyond.sum() + tie_weight * (1 + tied.sum())) / (1 + values.size))
+    sign = -1.0 if direction == "lower" else 1.0  # "lower": small values are extreme
+    return permutation_null(sign * float(estimate), sign * values, tie_weight=tie_weight).p_value
 
 
 def rescale_small_strata(replicates: dict[str, np.ndarray], cell_sizes: np.ndarray) -> dict[str, np.ndarray]:
