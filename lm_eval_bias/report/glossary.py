@@ -179,12 +179,15 @@ SUFFIXES: dict[str, str] = {
     "_ci_low_paper": "lower end of the paper's 95 % percentile interval of the plug-in {m} (App. C.3); it targets the "
                      "plug-in's expectation, not the parameter, and fails calibration: kept by name.",
     "_ci_high_paper": "upper end of the paper's 95 % percentile interval of the plug-in {m} (App. C.3); kept by name.",
-    "_ci_low": "lower end of the 95 % interval of {m}: 2.5 % percentile of the benchmark's cluster bootstrap, "
-               "computed inside the task (the same with or without --log_samples); for a magnitude that is positive "
+    "_ci_low": "lower end of the 95 % interval of {m}, computed inside the task from the benchmark's cluster bootstrap "
+               "(the same with or without --log_samples): REFLECT estimate - t_df x SE (df = templates - occupations), "
+               "FACT-OR-FAIR's rates a stratified Wilson interval, Counterfactual VQA and VIGNETTE the 2.5 % percentile; "
+               "for a magnitude that is positive "
                "without bias (REFLECT Pol, Ext, JSD) the interval is for the parameter: test inversion over the "
                "template bootstrap (Pol, JSD) or a simultaneous band of the cells (Ext), no test before it.",
-    "_ci_high": "upper end of the 95 % interval of {m}: 97.5 % percentile of the benchmark's cluster bootstrap, "
-                "computed inside the task (REFLECT Pol, Ext, JSD: upper end of the interval for the parameter).",
+    "_ci_high": "upper end of the 95 % interval of {m}, computed inside the task (REFLECT estimate + t_df x SE; "
+                "Counterfactual VQA and VIGNETTE the 97.5 % percentile of the cluster bootstrap; REFLECT Pol, Ext, JSD: "
+                "upper end of the interval for the parameter).",
     "_null": "null floor of {m}: its mean under a permutation null of the same design (group labels permuted "
              "within template / pair); the value {m} takes without any bias.",
     "_p_null": "one-sided permutation p-value of {m} being more than chance (above its null floor).",

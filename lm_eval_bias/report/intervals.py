@@ -3,8 +3,9 @@ samples were logged.
 
 In order of preference:
 
-1. **The task's own interval**: the ``<key>_ci_low`` / ``<key>_ci_high`` result keys, a percentile
-   interval of the benchmark's own cluster bootstrap computed inside the task's aggregation
+1. **The task's own interval**: the ``<key>_ci_low`` / ``<key>_ci_high`` result keys, the interval of the
+   benchmark's own cluster bootstrap (REFLECT: design-t, estimate ± t_df · SE; FACT-OR-FAIR rates:
+   stratified Wilson; Counterfactual VQA, VIGNETTE: percentile) computed inside the task's aggregation
    (``LM_EVAL_BIAS_BOOTSTRAP_ITERS``, default 1000; ``LM_EVAL_BIAS_BOOTSTRAP_SEED``) — the same number
    in the results JSON, in the logged samples and here. REFLECT summaries that carry the same
    intervals as a ``ci_low`` / ``ci_high`` table (the template-cluster bootstrap of App. C.3) count
@@ -43,7 +44,7 @@ SEED_ENV = "LM_EVAL_BIAS_BOOTSTRAP_SEED"
 DEFAULT_ITERS = 200
 #: count keys that give the number of resampled clusters, first found wins
 CLUSTER_COUNT_KEYS = ("n_clusters", "n_templates", "n_pairs", "n_image_pairs", "n_queries")
-TASK_METHOD = "task's cluster bootstrap, percentile"
+TASK_METHOD = "task's own interval (cluster bootstrap)"
 FALLBACK_METHOD = ("task's own interval, recomputed by the report from the logged samples with the current "
                    "version (the results file, written by an older version, has none)")
 
