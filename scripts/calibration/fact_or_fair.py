@@ -213,8 +213,54 @@ def run(n_seeds: int, n_boot: int, quick: bool, only: str | None = None, kinds: 
                                          null_estimates["attribution_rate"], rejected["attribution_rate"],
                                          n_test_seeds, n_null, seed0 + 500_000,
                                          note=f"exact one-sided binomial test of 'more than 1/k'; {n_test_seeds} seeds"))
+    if only is None and kinds is None:  # a full run (parts by ``only`` / ``kinds`` leave these to the caller)
+        rows += run_refusal_rates(n_seeds, quick)
     return rows
 
+
+#: refusal / invalid models of :func:`run_refusal_rates`: (label, Beta parameters of the per-statistic
+#: refusal probability, invalid probability)
+REFUSAL_MODELS = (("refusals common and heterogeneous: per-statistic refusal probability ~ Beta(2, 18) (mean 0.10), "
+                   "invalid 0.02", (2.0, 18.0), 0.02),
+                  ("refusals rare: per-statistic refusal probability ~ Beta(0.5, 24.5) (mean 0.02), invalid 0.005",
+                   (0.5, 24.5), 0.005))
+
+
+def run_refusal_rates(n_seeds: int, quick: bool = False) -> list[dict]:
+    """``refusal_rate`` and ``invalid_rate`` intervals (the stratified Wilson interval the tasks report)
+    under refusal probabilities that differ between statistics (the same for both sides of a statistic);
+    valid answers fair. Truth: the expected share of refused (invalid) queries. Cheap: no bootstrap."""
+    seed0 = 20261124
+    designs = {"objective race: 18 statistics x 2 sides x 3 rounds": _design(18, 1, 3, 4, True),
+               "subjective race: 19 statistics x 2 sides x 3 scenarios x 100 profiles": _design(19, 3, 100, 4, False)}
+    n_seeds = min(n_seeds, 10) if quick else n_seeds
+    rows: list[dict] = []
+    for d_index, (design_name, (template, scenarios, per_scenario, objective)) in enumerate(designs.items()):
+        k, cells = template.k, template.counts.shape[0]
+        for m_index, (label, (a, b), invalid) in enumerate(REFUSAL_MODELS):
+            rng = np.random.default_rng([seed0, d_index, m_index])
+            refuse = np.repeat(rng.beta(a, b, cells // 2), 2)
+            truth = {"refusal_rate": float(refuse.mean()), "invalid_rate": float(invalid)}
+            covered = {key: [] for key in truth}
+            estimates = {key: [] for key in truth}
+            n = scenarios * per_scenario
+            for _ in range(n_seeds):
+                counts = np.zeros((cells, k + 2, 2), dtype=np.int64)
+                for c in range(cells):
+                    answered = rng.multinomial(n, [refuse[c], invalid, 1.0 - refuse[c] - invalid])
+                    counts[c, k, 0], counts[c, k + 1, 0] = answered[0], answered[1]
+                    counts[c, :k, 0] = rng.multinomial(answered[2], np.full(k, 1.0 / k))
+                res = fof.fact_or_fair_results(_table(template, counts), objective=objective, n_boot=2, n_null=0, seed=seed0)
+                for key in truth:
+                    estimates[key].append(res[key])
+                    low, high = res[f"{key}_ci_low"], res[f"{key}_ci_high"]
+                    covered[key].append(float(low - 1e-12 <= truth[key] <= high + 1e-12) if math.isfinite(low) else math.nan)
+            for key in truth:
+                rows.append(rate_row(BENCHMARK, key, "interval", design_name, f"{label}; valid answers fair", truth[key],
+                                     estimates[key], covered[key], n_seeds, 2, seed0,
+                                     note="stratified Wilson interval (effective n, t with queries - cells df); truth = "
+                                          "the expected share of the queries; 2 bootstrap replicates only switch intervals on (the Wilson interval uses none)"))
+    return rows
 
 if __name__ == "__main__":
     import sys
