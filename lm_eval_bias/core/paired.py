@@ -96,9 +96,10 @@ def paired_difference(estimate_a: float, estimate_b: float, replicates_a, replic
     elif stderr > 0:
         from scipy.stats import t as student_t
 
+        from lm_eval_bias.core.bootstrap import design_t_interval
+
         df = n_clusters - n_strata if 0 < n_strata < n_clusters else n_clusters - 1
-        q = float(student_t.ppf(1 - alpha, df))
-        low, high = estimate - q * stderr, estimate + q * stderr
+        low, high = design_t_interval(estimate, stderr, df, level)
         p = float(2 * student_t.sf(abs(estimate) / stderr, df))
     else:
         low = high = estimate

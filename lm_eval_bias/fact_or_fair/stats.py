@@ -642,7 +642,7 @@ def stratified_wilson_interval(successes: np.ndarray, trials: np.ndarray, level:
     variance = float(np.sum((n / total) ** 2 * s2 / n))
     n_eff = p * (1 - p) / variance if variance > 0 and 0 < p < 1 else total
     df = total - used.sum()
-    q = float(student_t.ppf(0.5 + level / 2, df)) if df >= 1 else float(student_t.ppf(0.5 + level / 2, 1))
+    q = float(student_t.ppf(0.5 + level / 2, max(df, 1)))
     den = 1 + q * q / n_eff
     centre = (p + q * q / (2 * n_eff)) / den
     half = q * math.sqrt(p * (1 - p) / n_eff + q * q / (4 * n_eff * n_eff)) / den
