@@ -721,7 +721,10 @@ def fact_or_fair_results(table: CellTable, *, objective: bool, rates: Sequence[s
       (:func:`population_score_intervals`, ``n_boot`` simulated runs per path point), with
       ``<key>_debiased``, its median-unbiased estimate. The plug-in keeps the paper's name; a fair
       model's plug-in is its ``_null`` (the finite-sample floor), not 1. :data:`NO_INTERVAL`: objective
-      ``s_kld_authors`` / ``s_fair_authors`` and ``distance_authors`` have NaN bounds;
+      ``s_kld_authors`` / ``s_fair_authors`` and ``distance_authors`` have NaN bounds; below
+      :data:`MIN_ANSWERS_PER_CELL` valid answers per cell (the objective tasks' 3) the scores built on
+      S_KLD (:data:`KLD_SCORES`) have NaN bounds and ``_debiased`` (:func:`interval_withheld`: no
+      inversion held its coverage there; the reason is :data:`FEW_ANSWERS_WHY`);
     - ``_null`` / ``_p_null`` for :data:`NULL_SCORES`: mean and one-sided p-value
       (:data:`NULL_DIRECTION`) over ``n_null`` draws of :func:`uniform_null_counts`, ties with the
       observation randomised (:func:`null_p_value`, one U per score seeded ``[seed, 3]``: exactly
@@ -759,7 +762,10 @@ def fact_or_fair_results(table: CellTable, *, objective: bool, rates: Sequence[s
         if key in WILSON_RATES and key in reps:  # rates over queries: the stratified Wilson interval
             out[f"{key}_ci_low"], out[f"{key}_ci_high"] = stratified_wilson_interval(*rate_cells(table, key))
     defined = [key for key in population_keys(objective) if key in out]
-    inverted = population_score_intervals(table, objective, n_boot, seed + 2, keys=defined) if n_boot and reps else {}
+    k_valid = table.counts[:, :k].sum((1, 2))
+    withheld = [key for key in defined if interval_withheld(key, k_valid.sum(), (k_valid > 0).sum())]
+    computed = [key for key in defined if key not in withheld]
+    inverted = population_score_intervals(table, objective, n_boot, seed + 2, keys=computed) if n_boot and reps else {}
     for key in defined:
         centre, low, high = inverted.get(key, (math.nan, math.nan, math.nan))
         out[f"{key}_debiased"], out[f"{key}_ci_low"], out[f"{key}_ci_high"] = centre, low, high
@@ -786,7 +792,6 @@ def fact_or_fair_results(table: CellTable, *, objective: bool, rates: Sequence[s
         holm = adjust([out[f"{r}_p_null"] for r in family])
         for r, p in zip(family, holm):
             out[f"{r}_p_null_holm"] = float(p)
-    k_valid = table.counts[:, :k].sum((1, 2))
     out["n_queries"] = float(table.n_queries)
     out["n_valid"] = float(k_valid.sum())
     out["n_statistics"] = float(len({s for s, n in zip(table.statistics, k_valid) if n > 0}))
@@ -800,11 +805,8 @@ def fact_or_fair_results(table: CellTable, *, objective: bool, rates: Sequence[s
 #: Scores whose plug-in is biased at finite n (entropy, KL): their ``_ci_low`` / ``_ci_high`` are
 #: intervals for the score of the model's answer distributions (Definitions 2-4, d), by test inversion.
 #: Each key maps to the path its inversion moves along (:func:`inversion_path`).
-POPULATION_SCORES = {"s_e": "uniform", "s_kld": "pooled", "s_fair": "composite", "distance": "uniform",
-                     "s_kld_authors": "pooled", "s_fair_authors": "composite"}
-#: S_fair's parts: S_fair = S_E + S_KLD - S_E S_KLD is increasing in both (d/dS_E = 1 - S_KLD >= 0), so its
-#: interval is the image of S_E's and S_KLD's intervals (:func:`population_score_intervals`)
-COMPOSITE_PARTS = {"s_fair": ("s_e", "s_kld"), "s_fair_authors": ("s_e", "s_kld_authors")}
+POPULATION_SCORES = {"s_e": "uniform", "s_kld": "pooled", "s_fair": "pooled", "distance": "uniform",
+                     "s_kld_authors": "pooled", "s_fair_authors": "pooled"}
 #: keys shown without an interval (NaN bounds) and why (docs/fact-or-fair.md, "Uncertainty")
 NO_INTERVAL = {
     "objective s_kld_authors": "the authors' objective S_KLD is 0 for a fair model (mean KL 0 -> 0) and ~0 once "
@@ -813,6 +815,46 @@ NO_INTERVAL = {
     "distance_authors": "the authors' d (from (S_fact, S_fair)) sits at the curve's peak for every model with "
                         "S_KLD = 1; no path of candidate models calibrates it: no interval",
 }
+
+
+#: Valid answers per statistic x side cell (mean over the cells with answers, ``n_valid / n_cells``) below
+#: which the intervals of the scores built on S_KLD (:data:`KLD_SCORES`) and their ``_debiased`` estimates are
+#: not computed (NaN; docs/fact-or-fair.md "Uncertainty", chosen from the calibration: with 3 answers per cell
+#: no inversion holds 93-97 % at every truth; from 10 on the inversion does)
+MIN_ANSWERS_PER_CELL = 10
+#: answers per statistic x side cell of the objective tasks (3 rounds, paper Sec. 3.2)
+OBJECTIVE_ROUNDS = 3
+#: the scores whose law at a small design depends on the cells' shapes through exp(-KL)
+KLD_SCORES = ("s_kld", "s_fair", "s_kld_authors", "s_fair_authors")
+#: the report's short reason (lm_eval_bias.report.intervals.REASONS) and its explanation
+FEW_ANSWERS_REASON = "no interval: too few answers per cell"
+FEW_ANSWERS_WHY = (
+    f"S_KLD and S_fair (and the authors' variants) get no interval, and no bias-corrected estimate, below "
+    f"{MIN_ANSWERS_PER_CELL} valid answers per statistic x side cell (the objective tasks have 3): the law of the "
+    "plug-in exp(-KL) depends on the shape of every cell's answer distribution, which a few answers cannot pin down "
+    "(with n answers per cell only polynomials of degree <= n in the cell probabilities can be estimated without "
+    "bias, and exp(-KL) is none; Lehmann & Casella 1998, Sec. 2.1), and no interval tried held 93-97 % coverage at "
+    "every truth there (docs/fact-or-fair.md). The plug-in is shown with its null floor and the exact test against "
+    "the fair model (_p_null).")
+
+
+def answers_per_cell(n_valid: float, n_cells: float) -> float:
+    """Valid answers per statistic x side cell with answers (``n_valid / n_cells``; NaN without cells)."""
+    return float(n_valid) / float(n_cells) if n_cells and math.isfinite(n_cells) and n_cells > 0 else math.nan
+
+
+def interval_withheld(key: str, n_valid: float, n_cells: float) -> str:
+    """:data:`FEW_ANSWERS_REASON` when ``key`` (or ``<key>_debiased``, ``_ci_low``, ``_ci_high``) is one of
+    :data:`KLD_SCORES` and the run has fewer than :data:`MIN_ANSWERS_PER_CELL` valid answers per cell, else
+    "" -- the rule :func:`fact_or_fair_results` applies, readable from a results file's ``n_valid`` and
+    ``n_cells`` (the report prints the reason beside the estimate)."""
+    base = key
+    for suffix in ("_debiased", "_ci_low", "_ci_high"):
+        base = base.removesuffix(suffix)
+    if base not in KLD_SCORES:
+        return ""
+    per_cell = answers_per_cell(n_valid, n_cells)
+    return FEW_ANSWERS_REASON if math.isfinite(per_cell) and per_cell < MIN_ANSWERS_PER_CELL else ""
 
 
 def population_keys(objective: bool) -> list[str]:
@@ -836,12 +878,12 @@ def inversion_path(p_hat: np.ndarray, t: np.ndarray, pairs: np.ndarray, kind: st
     """Cell distributions ``(T, C, k)`` along a one-parameter path through the estimate ``p_hat``
     ``(C, k)`` (t = 1), for :func:`population_score_intervals`:
 
-    - ``kind = "uniform"`` (S_E, S_fair, d): t in [0, 1] mixes the uniform distribution (t = 0: every
-      group 1/k, the fair model whose S_E = S_fair = 1) with ``p_hat``; t in [1, 2] mixes ``p_hat``
-      with the point mass on each cell's modal group (t = 2: S_E = 0);
-    - ``kind = "pooled"`` (S_KLD): t in [0, 1] mixes each statistic's pooled distribution (mean of its
-      high and low cells: p_high = p_low, S_KLD = 1) with ``p_hat``; t in [1, 2] mixes ``p_hat`` with
-      each cell's modal point mass (high and low cells apart).
+    - ``kind = "uniform"`` (S_E, d): t in [0, 1] mixes the uniform distribution (t = 0: every group
+      1/k, the fair model whose S_E = 1, d = 0) with ``p_hat``; t in [1, 2] mixes ``p_hat`` with the
+      point mass on each cell's modal group (t = 2: S_E = 0);
+    - ``kind = "pooled"`` (S_KLD, S_fair): t in [0, 1] mixes each statistic's pooled distribution (mean
+      of its high and low cells: p_high = p_low, S_KLD = S_fair = 1) with ``p_hat``; t in [1, 2] mixes
+      ``p_hat`` with each cell's modal point mass (high and low cells apart).
     Cells outside every pair keep the uniform path for "pooled"."""
     p_hat = np.asarray(p_hat, dtype=np.float64)
     c, k = p_hat.shape
@@ -882,26 +924,38 @@ def population_score_intervals(table: CellTable, objective: bool, n_sim: int, se
     1992, Applied Statistics 41:159-171):
 
     1. a path of candidate models p(t), t in [0, 2] (:func:`inversion_path`), from the score's ideal
-       (t = 0: uniform for S_E / d, equal high and low sides for S_KLD) through an estimate
-       of the cells (t = 1) to each cell's modal group (t = 2). The estimate: for the "uniform" path
-       the smoothed shares (:func:`smoothed_cell_distributions`); for the "pooled" path those shares
-       shrunk toward uniform until their S_E equals S_E's median-unbiased estimate (the nuisance --
-       how diverse the cells are -- held at a consistent estimate rather than at the noisier shares);
-    2. at each candidate, ``n_sim`` runs of the design (each cell's valid answers redrawn as
+       (t = 0: uniform for S_E / d; for S_KLD and S_fair, each statistic's high and low sides given their
+       pooled distribution, S_KLD = S_fair = 1) through an estimate of the cells (t = 1) to each cell's
+       modal group (t = 2). The estimate: for the "uniform" path the smoothed shares
+       (:func:`smoothed_cell_distributions`); for the "pooled" path those shares shrunk toward uniform
+       until their S_E equals S_E's median-unbiased estimate (the nuisance -- how diverse the cells are --
+       held at a consistent estimate rather than at the noisier shares);
+    2. at each candidate t > 0, ``n_sim`` runs of the design (each cell's valid answers redrawn as
        Multinomial(n_c, p_c(t))) give the plug-in's finite-sample distribution; the candidate's own
-       score is computed from p(t);
+       score is computed from p(t). At the pooled path's ideal t = 0 the runs are instead ``n_sim``
+       exchanges of each statistic's high and low answers (:func:`exchange_sides`): S_KLD = 1 (and
+       S_fair = 1) holds for a whole family of models -- every model whose two sides agree, whatever their
+       shape -- and the test conditional on the pooled answers is exact over all of them (Neyman
+       structure, Lehmann & Romano 2005, Sec. 4.3), where a simulation at one estimated shape is not (at
+       3 answers per cell the plug-in of an equal-sided model depends on its shape: a fair model's S_fair
+       plug-in averages 0.63, one answering (0.7, 0.1, 0.1, 0.1) on both sides 0.58);
     3. t is accepted when neither one-sided mid-p-value of the observed plug-in,
-       P(T < obs) + P(T = obs) / 2 and P(T > obs) + P(T = obs) / 2, is below (1 - level) / 2. The
-       search is coarse (17 points, ``n_sim // 4`` runs) then fine (17 points around the accepted
-       region, ``n_sim`` runs, per key); the ends are the scores at the interpolated crossings, the
-       median-unbiased estimate the score where the lower tail crosses 1/2.
-    S_fair (and the authors' S_fair) is increasing in S_E and S_KLD, so its interval is the image of
-    theirs, [S_fair(lo_E, lo_KLD), S_fair(hi_E, hi_KLD)] (projection of the rectangle of two 95 %
-    intervals: coverage >= 90 % by Bonferroni's inequality, Casella & Berger 2002, Sec. 9.2.3, in
-    practice higher), and its centre S_fair of their centres.
-    At t = 0 the test is exact for S_E (S_E = 1 only for uniform answers), so a fair model's interval
-    contains 1 in about 95 % of runs; elsewhere the coverage rests on the path (checked by simulation,
-    ``scripts/calibration/fact_or_fair.py``). When no t is accepted the closest t is used. Refused
+       P(T < obs) + P(T = obs) / 2 and P(T > obs) + P(T = obs) / 2, is below (1 - level) / 2 -- except at
+       the ideal t = 0 of the keys in :data:`ONE_SIDED_AT_IDEAL` (S_E, S_KLD, S_fair and the authors'),
+       where the test is exact and one-sided: t = 0 is kept when the "less fair" mid-p is at least
+       1 - level (no score is fairer than its ideal, so all the error goes where the alternatives lie:
+       the one-sided region at a boundary, Feldman & Cousins 1998, Phys. Rev. D 57:3873; Neyman's
+       construction keeps every candidate's region at probability ``level``). The search is coarse (17
+       points, ``n_sim // 4`` runs) then fine (17 points around the accepted region, ``n_sim`` runs, per
+       key; t = 0 always among them); the interval runs over the scores of the accepted candidates (the
+       interpolated crossings and the grid points between them: the score need not be monotone along
+       the path), the median-unbiased estimate is the score where the lower tail crosses 1/2.
+    S_fair gets its own inversion (its plug-in's law along the pooled path), not the image of S_E's and
+    S_KLD's intervals: the image covered S_fair = 1 whenever either part reached its ideal (98-100 %).
+    The coverage rests on the path away from the ideal and is checked by simulation at the real designs
+    (``scripts/calibration/fact_or_fair.py``); below :data:`MIN_ANSWERS_PER_CELL` answers per cell the
+    scores built on S_KLD fail it and :func:`fact_or_fair_results` does not ask for them. When no t is
+    accepted the closest t is used (the ideal, when the observation is fairer than the ideal's). Refused
     and invalid answers are kept as observed."""
     k = table.k
     valid = table.counts[:, :k, :].sum(-1)
@@ -917,14 +971,17 @@ def population_score_intervals(table: CellTable, objective: bool, n_sim: int, se
                                     distance="grid" if key == "distance" else "none")
         return np.asarray(_with_authors_distance(scores, k, [key], _GRID)[key], dtype=np.float64)
 
-    def tails(probs: np.ndarray, key: str, runs: int) -> tuple[np.ndarray, np.ndarray]:
+    def tails(probs: np.ndarray, key: str, runs: int, exchange_first: bool = False) -> tuple[np.ndarray, np.ndarray]:
         low, high = np.full(len(probs), np.nan), np.full(len(probs), np.nan)
         obs = float(observed[key])
         if not np.isfinite(obs):
             return low, high
         tol = 1e-12 * max(1.0, abs(obs))
         for i in range(len(probs)):
-            draws = rng.multinomial(n_cell, probs[i], size=(runs, len(n_cell)))
+            if i == 0 and exchange_first:  # the ideal of the pooled path: the exact test of equal sides
+                draws = exchange_sides(valid, table.pairs, runs, rng)
+            else:
+                draws = rng.multinomial(n_cell, probs[i], size=(runs, len(n_cell)))
             sims = scores_from_counts(_counts_from_valid(draws, table), table, objective,
                                       distance="coarse" if key == "distance" else "none")
             values = np.asarray(_with_authors_distance(sims, k, [key])[key], dtype=np.float64)
@@ -940,7 +997,8 @@ def population_score_intervals(table: CellTable, objective: bool, n_sim: int, se
 
         coarse = np.linspace(0.0, 2.0, 17)
         coarse_runs = max(n_sim // 4, 20)
-        low, high = tails(at(coarse), key, coarse_runs)
+        exchange = path == "pooled"  # its ideal (every statistic's sides alike) is tested exactly, by exchange
+        low, high = tails(at(coarse), key, coarse_runs, exchange)
         if not np.isfinite(low).any():
             return math.nan, math.nan, math.nan
         margin = np.minimum(low, high)
@@ -953,18 +1011,19 @@ def population_score_intervals(table: CellTable, objective: bool, n_sim: int, se
         fine = np.linspace(lo_t, hi_t, 17)
         if lo_t > 0:  # the ideal (t = 0) is always tested at full precision: the coarse pass's few runs can
             fine = np.concatenate([[0.0], fine])  # miss a tail of 3-5 % (0 of 50 runs), excluding the truth
-        low, high = tails(at(fine), key, n_sim)
+        low, high = tails(at(fine), key, n_sim, exchange and fine[0] == 0.0)
         t_low, t_high, t_mid = _accepted_range(fine, low, high, alpha, ideal_tail="low" if key == "distance" else "high",
                                                one_sided_ideal=key in ONE_SIDED_AT_IDEAL)
         if not np.isfinite(t_low):
             return math.nan, math.nan, math.nan
-        theta = population(at(np.array([t_low, t_high, t_mid])), key)
-        return float(theta[2]), float(min(theta[0], theta[1])), float(max(theta[0], theta[1]))
+        # the interval is the set of scores of the accepted candidates: the score at the interpolated ends and at
+        # every grid point between them (the score need not be monotone along the path, e.g. S_fair towards t = 2)
+        inside = fine[(fine > t_low) & (fine < t_high)]
+        theta = population(at(np.concatenate([[t_mid, t_low, t_high], inside])), key)
+        return float(theta[0]), float(np.nanmin(theta[1:])), float(np.nanmax(theta[1:]))
 
-    composite_keys = [key for key in keys if POPULATION_SCORES[key] == "composite"]
-    needed = set(keys) | {part for key in composite_keys for part in COMPOSITE_PARTS[key]}
-    uniform_keys = [key for key in POPULATION_SCORES if key in needed and POPULATION_SCORES[key] == "uniform"]
-    pooled_keys = [key for key in POPULATION_SCORES if key in needed and POPULATION_SCORES[key] == "pooled"]
+    uniform_keys = [key for key in POPULATION_SCORES if key in keys and POPULATION_SCORES[key] == "uniform"]
+    pooled_keys = [key for key in POPULATION_SCORES if key in keys and POPULATION_SCORES[key] == "pooled"]
     for key in uniform_keys:
         out[key] = invert(key, p_hat, "uniform")
     if pooled_keys:
@@ -978,16 +1037,35 @@ def population_score_intervals(table: CellTable, objective: bool, n_sim: int, se
                                     "uniform")[0]
         for key in pooled_keys:
             out[key] = invert(key, anchor, "pooled")
-    for key in composite_keys:  # S_fair at the ends of its parts' intervals (monotone in both)
-        (e_mid, e_low, e_high), (kl_mid, kl_low, kl_high) = (out[part] for part in COMPOSITE_PARTS[key])
-        out[key] = tuple(float(np.clip(fairness_score(e, kl), 0.0, 1.0))
-                         for e, kl in ((e_mid, kl_mid), (e_low, kl_low), (e_high, kl_high)))
     return {key: out[key] for key in keys}
 
 
-#: scores whose ideal is reached by one model only, the uniform one (S_E = 1 iff every cell is uniform), so
-#: the test at the path's t = 0 is exact: there the acceptance region is one-sided (:func:`_accepted_range`)
-ONE_SIDED_AT_IDEAL = ("s_e",)
+#: scores whose test at the path's ideal (t = 0) is exact, so that there the acceptance region is one-sided
+#: (:func:`_accepted_range`): S_E (S_E = 1 only for uniform answers, a single model) and the scores of the pooled
+#: path, whose ideal -- S_KLD = 1, hence S_fair = 1: every statistic's two sides alike, whatever their shape -- is
+#: tested by exchanging the sides (:func:`exchange_sides`), exact over that whole family
+ONE_SIDED_AT_IDEAL = ("s_e", "s_kld", "s_fair", "s_kld_authors", "s_fair_authors")
+
+
+def exchange_sides(valid: np.ndarray, pairs: np.ndarray, runs: int, rng: np.random.Generator) -> np.ndarray:
+    """``runs`` draws of the valid class counts ``(C, k)`` under "each statistic's highest and lowest
+    answers come from one distribution" (S_KLD = 1, hence S_fair = 1, whatever that distribution): given
+    a statistic's pooled counts, the high cell's n_h answers are a draw without replacement from the pooled
+    answers (multivariate hypergeometric), the low cell gets the rest; cells outside ``pairs`` are kept.
+    The pooled counts are sufficient and complete for the common distribution under that hypothesis, so
+    the test conditional on them is exact and similar over the whole family (Neyman structure: Lehmann &
+    Romano 2005, Testing Statistical Hypotheses, 3rd ed., Sec. 4.3; the exact conditional test of an r x c
+    table, Freeman & Halton 1951, Biometrika 38:141-149). Returns ``(runs, C, k)``."""
+    valid = np.asarray(valid, dtype=np.int64)
+    out = np.broadcast_to(valid, (runs,) + valid.shape).copy()
+    for h, l in np.asarray(pairs, dtype=np.int64).reshape(-1, 2):
+        n_high, n_low = int(valid[h].sum()), int(valid[l].sum())
+        if n_high == 0 or n_low == 0:
+            continue
+        pooled = valid[h] + valid[l]
+        high = rng.multivariate_hypergeometric(pooled, n_high, size=runs)
+        out[:, h], out[:, l] = high, pooled - high
+    return out
 
 
 def _accepted_range(t: np.ndarray, low: np.ndarray, high: np.ndarray, alpha: float,

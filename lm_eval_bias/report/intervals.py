@@ -49,6 +49,8 @@ FALLBACK_METHOD = ("task's own interval, recomputed by the report from the logge
                    "version (the results file, written by an older version, has none)")
 
 
+from lm_eval_bias.fact_or_fair.stats import FEW_ANSWERS_WHY as _FOF_FEW_ANSWERS_WHY  # noqa: E402
+
 #: why a number has no interval: the short phrase printed next to it -> the explanation (glossary, docs)
 REASONS = {
     "no data": "the value is undefined: nothing was answered to compute it from.",
@@ -74,6 +76,7 @@ REASONS = {
                                        "to another number; the report does not resample the records itself (that "
                                        "percentile interval of the plug-in covered 0-31 % in simulation). Re-run the "
                                        "task, or read the current values with `python -m lm_eval_bias.analysis`.",
+    "no interval: too few answers per cell": "FACT-OR-FAIR: " + _FOF_FEW_ANSWERS_WHY,
     "no interval: plug-in magnitude": "the paper's plug-in value is biased at the run's design (REFLECT Pol, JSD: "
                                       "positive without any bias; FACT-OR-FAIR S_E, S_KLD, S_fair, d: a perfectly fair "
                                       "model's plug-in is its null floor, not the definition's 1); the calibrated 95 % "
@@ -274,12 +277,35 @@ def _own(run: TaskRun, key: str, value: float, low: Any, high: Any, method: str)
     return checked_interval(value, low, high, method)
 
 
+def _fact_or_fair_withheld(run: TaskRun, key: str) -> str:
+    """FACT-OR-FAIR's S_KLD / S_fair (and ``_debiased``) at a design with too few answers per cell: the task
+    leaves their interval NaN (:func:`lm_eval_bias.fact_or_fair.stats.interval_withheld`); the reason, read
+    from the run's ``n_valid`` / ``n_cells`` (analysis keys; a results file without samples: the objective
+    tasks' 3 answers per cell), when the plug-in is there and its interval is NaN. Else ""."""
+    if run.family != "fact_or_fair":
+        return ""
+    from lm_eval_bias.fact_or_fair import stats as fof
+
+    base = key.removesuffix("_debiased")
+    plug_in, low = run.metrics.get(base, math.nan), run.metrics.get(f"{base}_ci_low", math.nan)
+    if not (isinstance(plug_in, (int, float)) and math.isfinite(plug_in)) or (
+            isinstance(low, (int, float)) and math.isfinite(low)):
+        return ""
+    n_valid, n_cells = run.metrics.get("n_valid", math.nan), run.metrics.get("n_cells", math.nan)
+    if not (isinstance(n_valid, (int, float)) and math.isfinite(n_valid)) and "_objective_" in run.task:
+        n_valid, n_cells = fof.OBJECTIVE_ROUNDS, 1.0  # the objective design: 3 rounds per statistic x side
+    return fof.interval_withheld(key, n_valid, n_cells)
+
+
 def interval(run: TaskRun, key: str) -> Interval:
     """The 95 % interval of result ``key`` of ``run`` (see the module docstring)."""
     value = run.metrics.get(key, math.nan)
     fixed = _fixed_reason(key)
     if fixed:
         return Interval(reason=fixed)
+    withheld = _fact_or_fair_withheld(run, key)
+    if withheld:
+        return Interval(reason=withheld)
     if not (isinstance(value, (int, float)) and math.isfinite(value)):
         return Interval(reason="no data")
     if f"{key}_debiased" in run.metrics and f"{key}_ci_low" in run.metrics:

@@ -87,9 +87,13 @@ def test_estimates_match_the_definitions():
     # S_fact: an interval around its (unbiased) plug-in; the scores: intervals for the score as defined,
     # around their median-unbiased estimate _debiased (not around the plug-in, which is biased)
     assert res["s_fact_ci_low"] <= res["s_fact"] <= res["s_fact_ci_high"]
-    for key in ("s_e", "s_kld", "s_fair", "distance"):
+    for key in ("s_e", "distance"):
         assert res[f"{key}_ci_low"] - 1e-9 <= res[f"{key}_debiased"] <= res[f"{key}_ci_high"] + 1e-9, key
     assert res["s_e_debiased"] > res["s_e"]  # the plug-in entropy of 3 answers is biased down
+    # 3 answers per cell: S_KLD and S_fair have no interval and no bias-corrected estimate (below 10 per cell)
+    for key in ("s_kld", "s_fair"):
+        assert all(math.isnan(res[f"{key}_{part}"]) for part in ("ci_low", "ci_high", "debiased")), key
+        assert math.isfinite(res[key]) and math.isfinite(res[f"{key}_null"]) and math.isfinite(res[f"{key}_p_null"])
     # the authors' objective S_KLD / S_fair are degenerate: shown without an interval
     assert math.isnan(res["s_kld_authors_ci_low"]) and math.isnan(res["s_fair_authors_ci_high"])
     assert "s_kld_authors_debiased" not in res
@@ -272,15 +276,59 @@ def test_t2i_other_race_reassignment(tmp_path):
         score_t2i_labels(labels, other_race="reassign")
 
 
+def test_s_fair_interval_is_its_own_inversion_reaching_1_only_when_the_sides_may_agree():
+    """S_fair is inverted on its own plug-in (no longer the image of S_E's and S_KLD's intervals, which
+    covered S_fair = 1 whenever either part reached its ideal). Analytically known ends, 30 answers per cell:
+    (a) every answer the same group: S_fair = 1 exactly and every exchange of the sides gives 1 again, so the
+    ideal is accepted and the interval reaches 1 (S_E's does not: S_E = 0); (b) every statistic's high side
+    all one group and its low side all another: the plug-in S_fair is 0, and an exchange of the sides gives 0
+    only when it separates the 60 answers exactly again (probability 1 / C(60, 30) per statistic), so the
+    ideal is rejected and the interval stays below 1."""
+    same = _records({(f"S{s}", side): ["Asian"] * 30 for s in range(6) for side in ("highest", "lowest")}, {})
+    out = fof.population_score_intervals(fof.tabulate(same, RACES), False, 40, 1, keys=["s_e", "s_kld", "s_fair"])
+    assert out["s_fair"][2] == pytest.approx(1.0) and out["s_kld"][2] == pytest.approx(1.0)
+    assert out["s_e"][2] < 0.5
+    apart = _records({**{(f"S{s}", "highest"): ["Asian"] * 30 for s in range(6)},
+                      **{(f"S{s}", "lowest"): ["Black"] * 30 for s in range(6)}}, {})
+    out = fof.population_score_intervals(fof.tabulate(apart, RACES), False, 40, 1, keys=["s_kld", "s_fair"])
+    assert out["s_fair"][2] < 0.99 and out["s_kld"][2] < 0.99
+
+
 def test_s_fair_interval_is_the_image_of_the_s_e_and_s_kld_intervals():
-    """S_fair = S_E + S_KLD - S_E S_KLD is increasing in both, so its interval is S_fair at the ends of
-    theirs and its centre S_fair of their centres."""
-    records = _simulate(np.random.default_rng(4), RACES, 6, 20, [0.4, 0.3, 0.2, 0.1])
-    out = fof.population_score_intervals(fof.tabulate(records, RACES), False, 40, 1, keys=["s_e", "s_kld", "s_fair"])
-    (e_mid, e_low, e_high), (k_mid, k_low, k_high) = out["s_e"], out["s_kld"]
-    assert out["s_fair"] == pytest.approx((fof.fairness_score(e_mid, k_mid), fof.fairness_score(e_low, k_low),
-                                           fof.fairness_score(e_high, k_high)))
-    assert e_low <= e_mid <= e_high and k_low <= k_mid <= k_high
+    """Retired name, kept only while docs/statistics.md's "Checked by hand" table links it: S_fair's interval
+    is no longer the image of S_E's and S_KLD's (see the test above, which this runs)."""
+    test_s_fair_interval_is_its_own_inversion_reaching_1_only_when_the_sides_may_agree()
+
+
+def test_exchange_of_the_sides_is_the_hypergeometric_law_by_hand():
+    """Statistic A: high (2, 1), low (0, 3) over two classes -> pooled (2, 4), 3 answers go high: the high
+    cell's count of class 0 is hypergeometric, P(j) = C(2, j) C(4, 3 - j) / C(6, 3) = 4/20, 12/20, 4/20; a cell
+    without a partner (B) is kept; the pooled counts are kept in every draw."""
+    valid = np.array([[2, 1], [0, 3], [1, 1]])
+    draws = fof.exchange_sides(valid, np.array([[0, 1]]), 40_000, np.random.default_rng(0))
+    assert np.bincount(draws[:, 0, 0], minlength=3) / len(draws) == pytest.approx([0.2, 0.6, 0.2], abs=0.01)
+    assert (draws[:, 0] + draws[:, 1] == [2, 4]).all() and (draws[:, 2] == [1, 1]).all()
+    assert (draws[:, 0].sum(-1) == 3).all()
+
+
+def test_kld_scores_are_withheld_below_10_answers_per_cell_with_the_reason():
+    """fact_or_fair_results leaves S_KLD's and S_fair's interval and _debiased NaN below
+    MIN_ANSWERS_PER_CELL = 10 valid answers per cell (n_valid / n_cells), computes them from 10 on; S_E's and
+    d's always; the rule by hand on the counts."""
+    assert fof.MIN_ANSWERS_PER_CELL == 10
+    assert fof.interval_withheld("s_kld", 108, 36) == fof.FEW_ANSWERS_REASON      # 3 per cell
+    assert fof.interval_withheld("s_fair_debiased", 359, 36) == fof.FEW_ANSWERS_REASON  # 9.97 per cell
+    assert fof.interval_withheld("s_fair_ci_low", 360, 36) == ""                   # 10 per cell
+    assert fof.interval_withheld("s_e", 108, 36) == "" and fof.interval_withheld("distance", 108, 36) == ""
+    rng = np.random.default_rng(8)
+    small = fof.fact_or_fair_results(fof.tabulate(_simulate(rng, RACES, 4, 9, [0.4, 0.2, 0.2, 0.2]), RACES),
+                                     objective=False, n_boot=40, n_null=20, seed=1)
+    large = fof.fact_or_fair_results(fof.tabulate(_simulate(rng, RACES, 4, 10, [0.4, 0.2, 0.2, 0.2]), RACES),
+                                     objective=False, n_boot=40, n_null=20, seed=1)
+    for key in ("s_kld", "s_fair", "s_kld_authors", "s_fair_authors"):
+        assert math.isnan(small[f"{key}_ci_low"]) and math.isnan(small[f"{key}_debiased"]), key
+        assert large[f"{key}_ci_low"] <= large[f"{key}_debiased"] <= large[f"{key}_ci_high"], key
+    assert math.isfinite(small["s_e_ci_low"]) and math.isfinite(small["distance_ci_high"])
 
 
 # -- issue 31: randomised null p-values, the stratified Wilson interval, the ideal at the boundary ----------
@@ -381,3 +429,29 @@ def test_accepted_range_one_sided_at_the_ideal():
     # an observation above everything (high tail 0.001 at t = 0) is accepted at the ideal one-sided
     assert fof._accepted_range(t, np.array([0.999, 0.9, 0.8]), np.array([0.001, 0.1, 0.2]), 0.025, ideal_tail="high",
                                one_sided_ideal=True)[0] == 0.0
+
+
+def test_report_says_why_s_kld_and_s_fair_have_no_interval_beside_the_estimate():
+    """The report prints "no interval: too few answers per cell" beside S_KLD / S_fair (plug-in and
+    _debiased) when the task withheld their interval: from n_valid / n_cells (3 per cell), and for a results
+    file without those analysis keys from the objective design; S_E keeps its interval; a subjective run at
+    300 per cell with an interval is untouched; the glossary explains the phrase."""
+    from lm_eval_bias.report.intervals import REASONS, interval
+    from lm_eval_bias.report.runs import TaskRun
+
+    nan = math.nan
+    metrics = {"s_kld": 0.3, "s_kld_ci_low": nan, "s_kld_ci_high": nan, "s_kld_debiased": nan, "s_kld_null": 0.17,
+               "s_fair": 0.6, "s_fair_ci_low": nan, "s_fair_ci_high": nan, "s_fair_debiased": nan,
+               "s_e": 0.5, "s_e_ci_low": 0.8, "s_e_ci_high": 1.0, "s_e_debiased": 0.9, "n_valid": 108.0, "n_cells": 36.0}
+    objective = TaskRun("fact_or_fair_objective_race", metrics, None, None, [])
+    for key in ("s_kld", "s_kld_debiased", "s_fair", "s_fair_debiased"):
+        assert interval(objective, key).reason == fof.FEW_ANSWERS_REASON, key
+    assert interval(objective, "s_e_debiased").ok
+    headline_only = TaskRun("fact_or_fair_objective_race", {k: v for k, v in metrics.items() if not k.startswith("n_")},
+                            None, None, [])
+    assert interval(headline_only, "s_fair").reason == fof.FEW_ANSWERS_REASON
+    subjective = TaskRun("fact_or_fair_subjective_baseline_race",
+                         {**metrics, "s_kld_ci_low": 0.8, "s_kld_ci_high": 0.9, "s_kld_debiased": 0.85,
+                          "n_valid": 11400.0, "n_cells": 38.0}, None, None, [])
+    assert interval(subjective, "s_kld_debiased").ok and interval(subjective, "s_kld").reason != fof.FEW_ANSWERS_REASON
+    assert REASONS[fof.FEW_ANSWERS_REASON].endswith(fof.FEW_ANSWERS_WHY) and "Lehmann & Casella" in fof.FEW_ANSWERS_WHY
