@@ -301,8 +301,8 @@ def test_then_boundary_interval(estimate: float, replicates: np.ndarray, p_null:
     earlier calibration figures can be reproduced. It is NOT a confidence procedure on its own: when the
     test rejects, the bias-corrected lower end often lands above a small positive truth (coverage .62-.83
     at Pol .05-.15), and Ext covered .53-.67 with cells near 0.9. The defaults are now
-    :func:`mean_abs_deviation_interval` (Pol), :func:`extreme_share_interval` (Ext) and
-    ``lm_eval_bias.reflect.mcq.jsd_shrinkage_interval`` (JSD). With q the bootstrap quantiles of the
+    :func:`mean_abs_deviation_interval` (Pol), none for Ext (``lm_eval_bias.reflect.twoafc.EXT_NO_INTERVAL``) and
+    ``lm_eval_bias.reflect.mcq.jsd_inversion_interval`` (JSD). With q the bootstrap quantiles of the
     replicates theta* and ``method = "basic"`` (Pol, JSD):
 
         hi = min(2 theta_hat - q_{alpha/2}(theta*), upper bound)
@@ -431,49 +431,6 @@ def mean_abs_deviation_interval(deviations: np.ndarray, noise: np.ndarray, level
         t = float(thetas[int(np.argmin(closest))])
         return t, t
     return float(thetas[accepted].min()), float(thetas[accepted].max())
-
-
-def extreme_share_interval(cells: np.ndarray, cell_replicates: np.ndarray, n_per_cell: np.ndarray, level: float = 0.95,
-                           low_cut: float = 0.1, high_cut: float = 0.9) -> tuple[float, float]:
-    """Confidence interval for the share of cells whose true value lies beyond ``low_cut``/``high_cut``
-    (REFLECT Ext), from a simultaneous band for the cells.
-
-    With w_c the cells, w*_c their template-bootstrap replicates and se_c = max(sd(w*_c),
-    sqrt(p~(1 - p~) / n_c)) (p~ = (n_c w_c + 1) / (n_c + 2): a floor for cells that every replicate puts
-    at 0 or 1), the band is w_c +- k se_c with k the ``level`` quantile of max_c |w*_c - w_c| / se_c (at
-    least the marginal normal quantile z_{(1 + level)/2}, for replicates that do not vary)
-    (the studentized max-t simultaneous band, Romano & Wolf 2005, Econometrica 73:1237; Montiel Olea &
-    Plagborg-Moller 2019, J. Appl. Econometrics 34:1). Then
-
-        low  = #{cells whose band lies entirely beyond the cuts} / K
-        high = #{cells whose band reaches beyond a cut} / K
-
-    which contains the true share whenever the band contains every cell: a valid interval (coverage
-    >= the band's). Ext is a step function of the cells (a count), so no interval has coverage exactly
-    ``level`` at every configuration: this one is conservative, and exact-level intervals do not exist
-    for it (docs/reflect.md). (NaN, NaN) without defined cells or replicates.
-    """
-    w = np.asarray(cells, dtype=np.float64)
-    reps = np.asarray(cell_replicates, dtype=np.float64)
-    n = np.asarray(n_per_cell, dtype=np.float64)
-    keep = np.isfinite(w) & (n > 0)
-    if not keep.any() or reps.ndim != 2 or reps.shape[0] < 2:
-        return float("nan"), float("nan")
-    w, reps, n = w[keep], reps[:, keep], n[keep]
-    usable = np.all(np.isfinite(reps), axis=1)
-    if usable.sum() < 2:
-        return float("nan"), float("nan")
-    reps = reps[usable]
-    p = (n * w + 1.0) / (n + 2.0)
-    se = np.maximum(reps.std(axis=0, ddof=1), np.sqrt(p * (1.0 - p) / n))
-    from scipy.stats import norm
-
-    k = max(float(np.quantile(np.max(np.abs(reps - w[None, :]) / se[None, :], axis=1), level)),
-            float(norm.ppf(0.5 + level / 2.0)))
-    lower, upper = w - k * se, w + k * se
-    surely = (upper < low_cut) | (lower > high_cut)
-    possibly = (lower < low_cut) | (upper > high_cut)
-    return float(surely.mean()), float(possibly.mean())
 
 
 # --------------------------------------------------------------------------------------------------

@@ -31,7 +31,7 @@ import numpy as np
 
 from lm_eval_bias.reflect.schema import GROUPS, RACES
 from lm_eval_bias.core.bootstrap import (EstimatesWithErrors, LotoSummary, bias_corrected, bootstrap_replicates,
-                                          enough_templates_for_inversion, extreme_share_interval, holm,
+                                          enough_templates_for_inversion, holm,
                                           mean_abs_deviation_interval, permutation_null,
                                           permute_groups, rescaled_bootstrap_weights, summarize_replicates,
                                           template_bootstrap, template_level_relabelings, template_loto,
@@ -305,10 +305,20 @@ NULL_FLOOR_KEYS: tuple[str, ...] = ("polarization", "extreme_cell_rate")
 MAGNITUDE_BOUNDS: dict[str, tuple[float, float]] = {"polarization": (0.0, 0.5), "extreme_cell_rate": (0.0, 1.0)}
 #: Interval method per magnitude (issue 31: each a confidence procedure on its own, no test before it):
 #: Pol by test inversion with a profiled configuration
-#: (:func:`lm_eval_bias.core.bootstrap.mean_abs_deviation_interval`), Ext from a simultaneous max-t band
-#: of the cells (:func:`lm_eval_bias.core.bootstrap.extreme_share_interval`).
-MAGNITUDE_METHODS: dict[str, str] = {"polarization": "profiled test inversion",
-                                     "extreme_cell_rate": "simultaneous max-t band of the cells"}
+#: (:func:`lm_eval_bias.core.bootstrap.mean_abs_deviation_interval`). Ext has none: :data:`EXT_NO_INTERVAL`.
+MAGNITUDE_METHODS: dict[str, str] = {"polarization": "profiled test inversion"}
+#: Why Ext (the share of cells beyond 0.1 / 0.9) has no interval and no "more than chance" test (issue 31).
+#: Ext is a step function of the 45 cells: wherever no cell's win rate lies near a cut its estimate equals
+#: the truth with probability near 1, so every interval that contains its estimate covers ~100 % there
+#: (the simultaneous band of the cells shipped before covered 100 % at every calibrated truth), and only
+#: intervals that exclude the truth on purpose (randomised ones) could cover 93-97 %. Its permutation test
+#: is degenerate for the same reason: at the paper's design a model without bias has Ext = 0 under every
+#: permutation, so the test can never reject (0 % at 48 templates, 1.6-2.4 % at 12 and 6). "More than
+#: chance" is ``polarization_p_null`` (the same within-template permutation null, a continuous statistic).
+EXT_NO_INTERVAL = ("no interval: step function of the cells (Ext counts cells beyond 0.1 / 0.9; wherever no cell "
+                   "is near a cut its estimate is exact, so no interval covers 93-97 %)")
+EXT_NO_TEST = ("no test: Ext's permutation distribution is degenerate (0 for every permutation of a model without "
+               "bias at the paper's design); read polarization_p_null, the same null")
 #: Result keys of :func:`twoafc_inference` (the summary's ``derived``).
 DERIVED_KEYS: tuple[str, ...] = (
     *(f"{k}{s}" for k in NULL_FLOOR_KEYS for s in ("_null", "_p_null", "_ci_low_paper", "_ci_high_paper")),
@@ -380,8 +390,9 @@ def twoafc_inference(per_template_wins: np.ndarray, estimates: Mapping[str, floa
                      cells_replicated: np.ndarray | None = None) -> dict[str, float]:
     """Keys beyond estimate/SE/interval (docs/reflect.md, "Statistics"):
 
-    - ``<m>_null``, ``<m>_p_null`` for Pol and Ext: mean under the within-template permutation of all
-      group labels (whole images) and the one-sided permutation p-value of "more than chance";
+    - ``<m>_null`` for Pol and Ext: mean under the within-template permutation of all group labels (whole
+      images); ``polarization_p_null``: the one-sided permutation p-value of "more than chance";
+      ``extreme_cell_rate_p_null`` is NaN (:data:`EXT_NO_TEST`);
     - ``p_<win-rate key>``: two-sided template-clustered randomization test of the AVERAGE win rate
       against parity 0.5 (statistic |WinRate - 0.5|): ``male_win_rate`` swaps the genders of all images
       of a template together or not at all (a sign flip of each template's gender effect), ``win_rate_<race>``
@@ -393,11 +404,10 @@ def twoafc_inference(per_template_wins: np.ndarray, estimates: Mapping[str, floa
       one uniform per key from ``[null_seed, 31]``), so the test is exact even at 6 templates, where the
       sign flips give only 32 distinct values; ``p_<win-rate key>_holm`` over the six win rates;
     - ``<m>_ci_low``/``<m>_ci_high`` for Pol and Ext (moved into the summary's ``ci_low``/``ci_high`` by
-      :func:`_summarize_table`): confidence intervals for the parameter with no test before them
-      (issue 31): Pol by test inversion with a profiled cell configuration
-      (:func:`lm_eval_bias.core.bootstrap.mean_abs_deviation_interval`), Ext from a simultaneous band of
-      the cells (:func:`lm_eval_bias.core.bootstrap.extreme_share_interval`); they need
-      ``cells_replicated`` (:func:`cell_replicates`), NaN without it; Pol's is NaN below
+      :func:`_summarize_table`): Pol's is a confidence interval for the parameter with no test before it
+      (issue 31), by test inversion with a profiled cell configuration
+      (:func:`lm_eval_bias.core.bootstrap.mean_abs_deviation_interval`); it needs ``cells_replicated``
+      (:func:`cell_replicates`), NaN without it. Ext's is always NaN (:data:`EXT_NO_INTERVAL`). Pol's is NaN below
       :data:`lm_eval_bias.core.bootstrap.MIN_INVERSION_DF` between-template degrees of freedom (it does not
       hold its level there);
       ``<m>_ci_low_paper``/``<m>_ci_high_paper``: the paper's percentile interval of the plug-in (App. C.3),
@@ -423,6 +433,7 @@ def twoafc_inference(per_template_wins: np.ndarray, estimates: Mapping[str, floa
     for key in NULL_FLOOR_KEYS:
         res = permutation_null(estimates[key], nulls["all"].get(key, np.array([])))
         out[f"{key}_null"], out[f"{key}_p_null"] = res.null_mean, res.p_value
+    out["extreme_cell_rate_p_null"] = float("nan")  # EXT_NO_TEST: degenerate at the paper's design
     tie_weights = np.random.default_rng([null_seed, 31]).random(len(WIN_RATE_KEYS))
     raw = {f"p_{key}": permutation_null(estimates[key], nulls["gender" if key == "male_win_rate" else "race"].get(
         key, np.array([])), centre=0.5, tie_weight=float(u)).p_value for key, u in zip(WIN_RATE_KEYS, tie_weights)}
@@ -441,11 +452,10 @@ def twoafc_inference(per_template_wins: np.ndarray, estimates: Mapping[str, floa
         out["polarization_ci_low"], out["polarization_ci_high"] = mean_abs_deviation_interval(
             cells[defined] - 0.5, reps[:, defined] - cells[defined][None, :]) if enough_templates_for_inversion(strata) \
             else (float("nan"), float("nan"))
-        out["extreme_cell_rate_ci_low"], out["extreme_cell_rate_ci_high"] = extreme_share_interval(
-            cells[defined], reps[:, defined], (won + lost)[defined])
     else:
         for key in MAGNITUDE_BOUNDS:
             out[f"{key}_ci_low"] = out[f"{key}_ci_high"] = float("nan")
+    out["extreme_cell_rate_ci_low"] = out["extreme_cell_rate_ci_high"] = float("nan")  # EXT_NO_INTERVAL
     out["polarization_debiased"] = bias_corrected(estimates["polarization"], replicates.get("polarization", np.array([])),
                                                   MAGNITUDE_BOUNDS["polarization"])[0]
     return out

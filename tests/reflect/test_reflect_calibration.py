@@ -134,7 +134,13 @@ def test_calibration_module_rows_quick():
     assert roles[("polarization", "no bias;")] == "default"
     assert roles[("polarization_ci_low_paper/_ci_high_paper", "no bias;")] == "paper"
     assert roles[("any of 6 win-rate tests, raw p < 0.05", "no bias;")] == "diagnostic"
-    assert any(r["quantity"] == "extreme_cell_rate" and r["dgp"].startswith("strong") and r["truth"] > 0.2 for r in rows)
+    assert any(r["quantity"].startswith("extreme_cell_rate_ci_low_paper") and r["dgp"].startswith("strong")
+               and r["truth"] > 0.2 for r in rows)
+    # Ext has no default interval and no test (a step function of the cells): only its null floor and the paper's
+    assert not any(r["quantity"] in ("extreme_cell_rate", "extreme_cell_rate_p_null") and r["kind"] != "null_floor"
+                   for r in rows)
+    assert {r["quantity"] for r in rows if r["kind"] == "test" and r["role"] == "default"} >= {
+        f"p_{k}" for k in twoafc.WIN_RATE_KEYS}
     assert any(r["dgp"].startswith("Pol 0.15") and abs(r["truth"] - 0.15) < 0.005 for r in rows if r["quantity"] == "polarization")
     salary_rows = sim.run_salary(2, 20, 2, 4, nulls=((0.0, 0.05),), coverage=False)
     assert any("template-specific gender effect sd 5%" in r["dgp"] for r in salary_rows)

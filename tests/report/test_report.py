@@ -163,15 +163,22 @@ def test_every_leaderboard_number_of_a_full_run_has_an_interval(report):
         for name, value in entry["metrics"].items():
             if value["value"] is None:
                 assert value["interval"] == "not run" or value["interval"].startswith("no data"), (name, value)
-            elif value["ci95"] is None:  # only a statistic biased under resampling, said so
-                if value["interval"] == "no interval: plug-in magnitude":  # Pol / JSD: the interval is the
+            elif value["ci95"] is None:  # only where no valid interval exists, with the reason (issue 31)
+                designed = {  # reason -> the keys it may be given to
                     # REFLECT Pol / JSD, FACT-OR-FAIR's scores as defined (<key>_debiased carries the interval)
-                    assert name.split(":")[1].startswith(("polarization", "jsd_", "s_e", "s_kld", "s_fair",
-                                                          "distance")), (name, value)
-                    continue
-                # VIGNETTE magnitudes: estimate and null floor, no interval (docs/vignette.md "Magnitudes")
-                assert ("spread" in name or "mean_abs_polarity" in name) and \
-                    value["interval"] == "no interval: none from the task", (name, value)
+                    "no interval: plug-in magnitude": ("polarization", "jsd_", "s_e", "s_kld", "s_fair", "distance"),
+                    # REFLECT Ext: a step function of the cells (docs/reflect.md)
+                    "no interval: step function of the cells": ("extreme_cell_rate",),
+                    # FACT-OR-FAIR scores at designs with too few answers per cell (docs/fact-or-fair.md)
+                    "no interval: too few answers per cell": ("s_e", "s_kld", "s_fair", "distance"),
+                    # VIGNETTE magnitudes: estimate and null floor, no interval (docs/vignette.md "Magnitudes")
+                    "no interval: none from the task": ("selection_spread", "mean_abs_polarity"),
+                }
+                assert value["interval"] in designed, (name, value)
+                metric_name = name.split(":")[1]
+                assert metric_name.startswith(designed[value["interval"]]) or any(
+                    part in metric_name for part in ("spread", "mean_abs_polarity")
+                    if value["interval"] == "no interval: none from the task"), (name, value)
             else:  # an interval is never hidden; one that excludes its estimate says so
                 inside = value["ci95"][0] <= value["value"] <= value["ci95"][1]
                 assert inside != value["interval"].endswith(OUTSIDE_NOTE), (name, value)
