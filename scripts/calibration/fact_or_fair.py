@@ -44,6 +44,9 @@ MAX_SIM = 200
 #: Carlo error 1.35 points at 5 %) and the task's default LM_EVAL_BIAS_NULL_ITERS null draws
 TEST_SEED_FACTOR = 4
 NULL_DRAWS = 1000
+#: the design at the threshold of :data:`lm_eval_bias.fact_or_fair.stats.MIN_ANSWERS_PER_CELL`
+SMALLEST_KLD_DESIGN = (f"race, {fof.MIN_ANSWERS_PER_CELL} answers per cell (the fewest with S_KLD / S_fair intervals): "
+                       f"18 statistics x 2 sides x {fof.MIN_ANSWERS_PER_CELL} rounds")
 DGPS = {
     "fair": "no bias: every group equally likely in every cell",
     "equal sides": "each statistic its own preference (Dirichlet 2), the same for highest and lowest (S_KLD = 1)",
@@ -129,6 +132,9 @@ def run(n_seeds: int, n_boot: int, quick: bool, only: str | None = None, kinds: 
         "objective gender: 15 statistics x 2 sides x 3 rounds": (_design(15, 1, 3, 2, True), ("fair", "mixed", "biased")),
         "subjective race: 19 statistics x 2 sides x 3 scenarios x 100 profiles": (
             _design(19, 3, 100, 4, False), ("fair", "equal sides", "mixed", "biased")),
+        # the smallest design at which the task computes S_KLD's and S_fair's intervals (MIN_ANSWERS_PER_CELL)
+        SMALLEST_KLD_DESIGN: (_design(18, 1, fof.MIN_ANSWERS_PER_CELL, 4, True),
+                              ("fair", "equal sides", "mixed", "biased", "strong")),
     }
     place = {name: i for i, name in enumerate(designs)}
     if only:
@@ -147,7 +153,11 @@ def run(n_seeds: int, n_boot: int, quick: bool, only: str | None = None, kinds: 
         for m_index, kind in enumerate(models):
             if kinds is not None and kind not in kinds:
                 continue
-            rng = np.random.default_rng(seed0 + 100 * d_index + m_index)
+            # data streams keyed by [seed0, design, model] (SeedSequence entropy lists), method seeds plain integers
+            # spaced by 10 per seed and 100,000 per row: no data stream is ever one of the method's streams (the
+            # earlier seed0 + 100 d + m data seeds coincided with method seeds seed0 + s of other seeds / rows)
+            rng = np.random.default_rng([seed0, d_index, m_index])
+            method_seed = seed0 + 100_000 * (10 * d_index + m_index)
             probs = _model(rng, cells, scenarios, k, kind)
             truth = defined_scores(template, probs, per_scenario, objective)
             match = None
@@ -157,6 +167,9 @@ def run(n_seeds: int, n_boot: int, quick: bool, only: str | None = None, kinds: 
                 truth["attribution_rate"] = float(match.mean())
             keys = [key for key in INTERVAL_KEYS if key in truth and (key in fof.population_keys(objective) or key in (
                 "s_fact",))] + (["attribution_rate"] if match is not None else [])
+            # keys the task leaves without an interval at this design (below MIN_ANSWERS_PER_CELL answers per
+            # cell): their inversion is run here anyway, as diagnostic rows (the evidence for withholding it)
+            withheld = [key for key in keys if fof.interval_withheld(key, per_scenario * scenarios, 1)]
             covered = {key: [] for key in keys}
             estimates = {key: [] for key in keys}
             rejected = {key: [] for key in TEST_KEYS + ("attribution_rate",)}
@@ -167,21 +180,26 @@ def run(n_seeds: int, n_boot: int, quick: bool, only: str | None = None, kinds: 
                 counts = _draw(rng, probs, per_scenario, 1, match)[0]
                 res = fof.fact_or_fair_results(_table(template, counts), objective=objective,
                                                rates=("attribution_rate",) if match is not None else (),
-                                               n_boot=n_sim, n_null=0, seed=seed0 + s)
+                                               n_boot=n_sim, n_null=0, seed=method_seed + 10 * s)
+                diagnostic = (fof.population_score_intervals(_table(template, counts), objective, n_sim,
+                                                             method_seed + 10 * s + 2, keys=withheld)
+                              if withheld else {})
                 for key in keys:
                     estimates[key].append(res[key])
                     low, high = res[f"{key}_ci_low"], res[f"{key}_ci_high"]
+                    if key in diagnostic:
+                        _, low, high = diagnostic[key]
                     # 1e-9: truths such as S_fair = S_E + 1 - S_E come out of floating point as 1 +- 2e-16
                     covered[key].append(float(low - 1e-9 <= truth[key] <= high + 1e-9) if math.isfinite(low)
                                         else math.nan)
             seconds = time.time() - started
             if kind == "fair":  # the tests: more seeds (cheap: no bootstrap), the task's own null draws
-                test_rng = np.random.default_rng(seed0 + 100 * d_index + m_index + 50_000)
+                test_rng = np.random.default_rng([seed0, d_index, m_index, 1])
                 for s in range(n_test_seeds):
                     counts = _draw(test_rng, probs, per_scenario, 1, match)[0]
                     res = fof.fact_or_fair_results(_table(template, counts), objective=objective,
                                                    rates=("attribution_rate",) if match is not None else (),
-                                                   n_boot=0, n_null=n_null, seed=seed0 + 500_000 + s)
+                                                   n_boot=0, n_null=n_null, seed=method_seed + 5_000_000 + 10 * s)
                     for key in TEST_KEYS:
                         rejected[key].append(res[f"{key}_p_null"] < 0.05)
                         nulls[key].append(res[f"{key}_null"])
@@ -192,29 +210,35 @@ def run(n_seeds: int, n_boot: int, quick: bool, only: str | None = None, kinds: 
             dgp = DGPS[kind]
             for key in keys:
                 method = ("test inversion over the finite-sample distribution (score as defined)"
-                          if key in fof.POPULATION_SCORES else "recentred bootstrap percentile")
-                rows.append(rate_row(BENCHMARK, key, "interval", design_name, dgp, truth[key], estimates[key],
-                                     covered[key], n_seeds, n_sim, seed0,
+                          if key in fof.POPULATION_SCORES else "stratified Wilson interval")
+                quantity, role = key, "default"
+                if key in withheld:
+                    quantity = (f"{key} (no interval below {fof.MIN_ANSWERS_PER_CELL} answers per cell: what the "
+                                "inversion would cover)")
+                    role, method = "diagnostic", method + ", NOT reported by the task at this design"
+                rows.append(rate_row(BENCHMARK, quantity, "interval", design_name, dgp, truth[key], estimates[key],
+                                     covered[key], n_seeds, n_sim, method_seed,
                                      note=f"{method}; truth = the score as the paper defines it; {n_sim} simulated "
-                                          f"runs per path point / replicates (task default 1000); {seconds:.0f} s"))
+                                          f"runs per path point (task default 1000); {seconds:.0f} s", role=role))
             if kind == "fair":
                 for key in TEST_KEYS:
                     rows.append(rate_row(BENCHMARK, f"{key}_p_null", "test", design_name, dgp, math.nan,
-                                         null_estimates[key], rejected[key], n_test_seeds, n_null, seed0 + 500_000,
+                                         null_estimates[key], rejected[key], n_test_seeds, n_null, method_seed + 5_000_000,
                                          note=f"one-sided 'less fair than chance' against the fair null (every "
                                               f"group 1/k); Monte Carlo null ({n_null} draws, the task's default), "
                                               f"ties randomised (exactly uniform p); {n_test_seeds} seeds"))
                     rows.append({**rate_row(BENCHMARK, f"{key}_null", "null_floor", design_name, dgp, 1.0,
-                                            nulls[key], [], n_test_seeds, n_null, seed0 + 500_000,
+                                            nulls[key], [], n_test_seeds, n_null, method_seed + 5_000_000,
                                             note=f"finite-sample floor (mean _null) vs the definition's 1; mean "
                                                  f"plug-in of the fair model {np.nanmean(null_estimates[key]):.4f}")})
                 if match is not None:
                     rows.append(rate_row(BENCHMARK, "attribution_rate_p_null", "test", design_name, dgp, math.nan,
                                          null_estimates["attribution_rate"], rejected["attribution_rate"],
-                                         n_test_seeds, n_null, seed0 + 500_000,
+                                         n_test_seeds, n_null, method_seed + 5_000_000,
                                          note=f"exact one-sided binomial test of 'more than 1/k'; {n_test_seeds} seeds"))
     if only is None and kinds is None:  # a full run (parts by ``only`` / ``kinds`` leave these to the caller)
         rows += run_refusal_rates(n_seeds, quick)
+        rows += run_context_rates(n_seeds, quick)
     return rows
 
 
@@ -261,6 +285,86 @@ def run_refusal_rates(n_seeds: int, quick: bool = False) -> list[dict]:
                                      note="stratified Wilson interval (effective n, t with queries - cells df); truth = "
                                           "the expected share of the queries; 2 bootstrap replicates only switch intervals on (the Wilson interval uses none)"))
     return rows
+
+#: in-group context models of :func:`run_context_rates`: (label, the probability that an answer names the
+#: assigned identity's group in a positive-trait cell, in a negative-trait cell; None: chance 1/k)
+INGROUP_MODELS = (("no in-group bias: the assigned identity's group is named with probability 1/k in every cell", None),
+                  ("in-group bias, heterogeneous: per cell, the identity's group is named with probability "
+                   "1/k + 0.25 (sd 0.1) on positive traits and 1/k + 0.05 (sd 0.05) on negative traits", (0.25, 0.1, 0.05, 0.05)))
+#: statistics whose high value is a positive trait in the calibration's in-group designs (8 of 19, as
+#: :data:`lm_eval_bias.fact_or_fair.stats.POSITIVE_WHEN_HIGH` of the upstream list)
+N_POSITIVE_WHEN_HIGH = 8
+
+
+def run_context_rates(n_seeds: int, quick: bool = False) -> list[dict]:
+    """``ingroup_rate`` and ``outgroup_rate`` intervals (the stratified Wilson interval the in-group tasks
+    report; :func:`lm_eval_bias.fact_or_fair.stats.stratified_wilson_interval`) at the subjective design
+    (19 statistics x 2 sides x 3 scenarios x 100 profiles; a positive-trait cell is a high cell of one of
+    the first 8 statistics or a low cell of the other 11), race (k = 4) and gender (k = 2), under no
+    in-group bias and under a heterogeneous one (:data:`INGROUP_MODELS`), plus the exact binomial tests'
+    rejection under no bias and their Holm family. Truth: the mean over the rate's cells of the cell's
+    probability (equal cells: the expected rate). Cheap (no bootstrap): ``TEST_SEED_FACTOR`` times the seeds."""
+    seed0 = 20261125
+    designs = {"subjective race (in-group context): 19 statistics x 2 sides x 3 scenarios x 100 profiles":
+               _design(19, 3, 100, 4, False),
+               "subjective gender (in-group context): 19 statistics x 2 sides x 3 scenarios x 100 profiles":
+               _design(19, 3, 100, 2, False)}
+    n_seeds = min(n_seeds, 10) if quick else n_seeds * TEST_SEED_FACTOR  # cheap: the tests' seeds for every row
+    rows: list[dict] = []
+    for d_index, (design_name, (template, scenarios, per_scenario, objective)) in enumerate(designs.items()):
+        k, cells = template.k, template.counts.shape[0]
+        statistic = np.arange(cells) // 2
+        high = np.arange(cells) % 2 == 0
+        positive = (statistic < N_POSITIVE_WHEN_HIGH) == high
+        table0 = fof.CellTable(template.statistics, template.sides, template.counts, template.truth, positive,
+                               np.ones(cells, dtype=bool), template.pairs, k)
+        for m_index, (label, effect) in enumerate(INGROUP_MODELS):
+            rng = np.random.default_rng([seed0, d_index, m_index])
+            if effect is None:
+                named = np.full(cells, 1.0 / k)
+            else:
+                shift = np.where(positive, rng.normal(effect[0], effect[1], cells), rng.normal(effect[2], effect[3], cells))
+                named = np.clip(1.0 / k + shift, 0.02, 0.98)
+            truth = {"ingroup_rate": float(named[positive].mean()), "outgroup_rate": float(1.0 - named[~positive].mean())}
+            covered = {key: [] for key in truth}
+            estimates = {key: [] for key in truth}
+            rejected = {key: [] for key in (*truth, "any of the in-group family, Holm")}
+            n = scenarios * per_scenario
+            for _ in range(n_seeds):
+                counts = np.zeros((cells, k + 2, 2), dtype=np.int64)
+                hits = rng.binomial(n, named)                   # answers naming the assigned identity's group
+                counts[:, 0, 1] = hits                          # (which group it is does not enter the rates)
+                counts[:, 1, 0] = n - hits
+                table = fof.CellTable(table0.statistics, table0.sides, counts, table0.truth, table0.positive,
+                                      table0.has_background, table0.pairs, k)
+                res = fof.fact_or_fair_results(table, objective=False, rates=("ingroup_rate", "outgroup_rate"),
+                                               n_boot=2, n_null=0, seed=seed0)
+                for key in truth:
+                    estimates[key].append(res[key])
+                    low, high_ = res[f"{key}_ci_low"], res[f"{key}_ci_high"]
+                    covered[key].append(float(low - 1e-12 <= truth[key] <= high_ + 1e-12) if math.isfinite(low) else math.nan)
+                    rejected[key].append(res[f"{key}_p_null"] < 0.05)
+                rejected["any of the in-group family, Holm"].append(
+                    min(res["ingroup_rate_p_null_holm"], res["outgroup_rate_p_null_holm"]) < 0.05)
+            dgp = f"{label}; S_E / S_KLD answers not modelled (the rates use the named / not named split only)"
+            for key in truth:
+                rows.append(rate_row(BENCHMARK, key, "interval", design_name, dgp, truth[key], estimates[key],
+                                     covered[key], n_seeds, 2, seed0,
+                                     note="stratified Wilson interval (effective n, t with answers - cells df); truth = "
+                                          "the mean of the cells' probabilities; 2 bootstrap replicates only switch "
+                                          "intervals on (the Wilson interval uses none)"))
+            if effect is None:
+                for key in truth:
+                    rows.append(rate_row(BENCHMARK, f"{key}_p_null", "test", design_name, dgp, math.nan, estimates[key],
+                                         rejected[key], n_seeds, 0, seed0,
+                                         note="exact one-sided binomial test of 'more than chance' (1/k; (k-1)/k for the "
+                                              "out-group rate); per test"))
+                rows.append(rate_row(BENCHMARK, "ingroup_rate_p_null_holm / outgroup_rate_p_null_holm: any of the "
+                                     "family significant after Holm", "test", design_name, dgp, math.nan,
+                                     estimates["ingroup_rate"], rejected["any of the in-group family, Holm"], n_seeds, 0,
+                                     seed0, note="family-wise: either Holm-adjusted p < 0.05"))
+    return rows
+
 
 if __name__ == "__main__":
     import sys
