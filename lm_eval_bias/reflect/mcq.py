@@ -24,7 +24,7 @@ from lm_eval_bias.core.lazy_imports import jensenshannon  # scipy.spatial import
 
 from lm_eval_bias.reflect.schema import GENDERS, GROUPS, RACES, REFERENCE_GENDER, REFERENCE_RACE
 from lm_eval_bias.core.bootstrap import (EstimatesWithErrors, LotoSummary, bias_corrected, bootstrap_replicates,
-                                          enough_templates_for_inversion, permutation_null, permute_groups, rescaled_bootstrap_weights,
+                                          permutation_null, permute_groups,
                                           summarize_replicates, template_bootstrap, template_level_relabelings,
                                           template_loto, too_few_clusters, within_template_permutations)
 from lm_eval_bias.reflect.twoafc import STATUSES, VALID
@@ -179,86 +179,203 @@ def jsd_batch(answers: np.ndarray) -> dict[str, np.ndarray]:
 
 def _jsd_rows(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     """JSD (log base 2) between the rows of two probability arrays ``(..., K)`` (negative entries set to
-    0, rows renormalised); NaN where either row has no mass."""
-    p, q = np.clip(p, 0.0, None), np.clip(q, 0.0, None)
+    0, rows renormalised); NaN where either row has no mass. Computed as 1/2 KL(p || m) + 1/2 KL(q || m) with
+    x log(x / m) = 0 at x = 0 and clipped at 0, so two equal rows give exactly 0 (scipy's ``jensenshannon``
+    takes a square root first and returns NaN when rounding makes the divergence slightly negative)."""
+    p, q = np.clip(np.asarray(p, dtype=np.float64), 0.0, None), np.clip(np.asarray(q, dtype=np.float64), 0.0, None)
+    p, q = np.broadcast_arrays(p, q)
     ps, qs = p.sum(axis=-1, keepdims=True), q.sum(axis=-1, keepdims=True)
     ok = (ps[..., 0] > 0) & (qs[..., 0] > 0)
-    out = np.full(ok.shape, np.nan)
-    if ok.any():
-        out[ok] = jensenshannon((p / np.where(ps > 0, ps, 1.0))[ok], (q / np.where(qs > 0, qs, 1.0))[ok], axis=1,
-                                base=2.0) ** 2
-    return out
-
-
-def jsd_shrinkage_interval(group_dist: np.ndarray, pooled_dist: np.ndarray, group_replicates: np.ndarray,
-                           pooled_replicates: np.ndarray, level: float = 0.95, grid_size: int = 161,
-                           max_stretch: float = 4.0) -> tuple[float, float]:
-    """Confidence interval for JSD(p_g || p) by inverting a parametric-bootstrap test along the line from
-    the pooled distribution to the group's (REFLECT ``jsd_<group>``; issue 31: no test before it).
-
-    With p^ the pooled and p^_g the group's observed answer distribution, the configurations
-    q(l) = p^ + l (p^_g - p^), l >= 0, have JSD J(l) = JSD(q(l) || p^), increasing in l (J(0) = 0, J(1)
-    the plug-in). Under configuration l the plug-in's distribution is drawn as
-    JSD(q(l) + (p*_g - p^_g) || p*) with (p*_g, p*) the template-bootstrap replicates (the template-level
-    noise, portrait effects included); l is accepted when the observed JSD lies inside the central
-    ``level`` range of those draws, and the interval is [min J, max J] over the accepted l on a grid of
-    [0, l_max] (l_max = ``max_stretch`` or where q(l) leaves the simplex). Near 0 the JSD is a quadratic
-    functional, whose plug-in distribution depends on the configuration mainly through its value, which
-    is why one profile suffices (test inversion: Casella & Berger 2002, Sec. 9.2; the plain bootstrap is
-    inconsistent at J = 0 because the gradient vanishes there: Andrews 2000, Econometrica 68:399).
-    Calibrated in ``scripts/calibration/reflect.py``. (NaN, NaN) without replicates or mass."""
-    p_g, p = np.asarray(group_dist, dtype=np.float64), np.asarray(pooled_dist, dtype=np.float64)
-    rg, rp = np.asarray(group_replicates, dtype=np.float64), np.asarray(pooled_replicates, dtype=np.float64)
-    if (rg.ndim != 2 or rg.shape[0] < 2 or not (np.isfinite(p_g).all() and np.isfinite(p).all())
-            or p_g.sum() <= 0 or p.sum() <= 0):
-        return float("nan"), float("nan")
-    p_g, p = p_g / p_g.sum(), p / p.sum()
-    usable = np.all(np.isfinite(rg), axis=1) & np.all(np.isfinite(rp), axis=1)
-    if usable.sum() < 2:
-        return float("nan"), float("nan")
-    rg, rp = rg[usable], rp[usable]
-    stat = float(_jsd_rows(p_g[None], p[None])[0])
-    delta = p_g - p
+    p, q = p / np.where(ps > 0, ps, 1.0), q / np.where(qs > 0, qs, 1.0)
+    m = (p + q) / 2.0
     with np.errstate(divide="ignore", invalid="ignore"):
-        limits = np.where(delta < 0, p / -delta, np.inf)
-    stretch = float(min(max_stretch, limits.min())) if np.isfinite(limits.min()) else max_stretch
-    ls = np.linspace(0.0, max(stretch, 1e-9), grid_size)
-    configs = p[None, :] + ls[:, None] * delta[None, :]                           # (L, K)
-    truths = _jsd_rows(configs, np.broadcast_to(p, configs.shape))
-    noise = rg - p_g[None, :]
-    draws = _jsd_rows(configs[:, None, :] + noise[None, :, :], np.broadcast_to(rp[None], (ls.size,) + rp.shape))
-    alpha = (1.0 - level) / 2.0
-    q = np.nanquantile(draws, [alpha, 1.0 - alpha], axis=1)
-    accepted = (q[0] <= stat + 1e-12) & (stat - 1e-12 <= q[1])
-    if not accepted.any():
-        t = float(truths[int(np.nanargmin(np.abs(np.nanmedian(draws, axis=1) - stat)))])
-        return t, t
-    return float(np.nanmin(truths[accepted])), float(np.nanmax(truths[accepted]))
+        terms = np.where(p > 0, p * np.log2(np.where(p > 0, p, 1.0) / np.where(m > 0, m, 1.0)), 0.0) \
+            + np.where(q > 0, q * np.log2(np.where(q > 0, q, 1.0) / np.where(m > 0, m, 1.0)), 0.0)
+    return np.where(ok, np.maximum(terms.sum(axis=-1) / 2.0, 0.0), np.nan)
 
 
-def group_distribution_replicates(per_template_answers: np.ndarray, strata: Sequence[str], n_boot: int,
-                                  seed: int) -> dict[str, np.ndarray]:
-    """Template-bootstrap replicates (the Rao-Wu weights of :func:`bootstrap_replicates`, same seed) of
-    each JSD group's answer counts ``{group key: (B, K)}`` and of the pooled counts (``"overall"``);
-    empty with fewer than two templates in some occupation."""
+#: Fewest between-template degrees of freedom (templates - occupations) at which :func:`jsd_inversion_interval` is
+#: reported: the calibration holds it at 12 templates in 6 occupations (6 df) and at 48 in 6 (42 df); with fewer
+#: the design effect's estimate rests on too little (no design below 6 df is calibrated). Pol's inversion needs
+#: :data:`lm_eval_bias.core.bootstrap.MIN_INVERSION_DF`.
+MIN_JSD_DF = 6
+
+
+def enough_templates_for_jsd(strata: Sequence[str]) -> bool:
+    """Whether the design has at least :data:`MIN_JSD_DF` between-template degrees of freedom."""
+    return len(strata) - len(set(strata)) >= MIN_JSD_DF
+
+
+def _smoothed(counts: np.ndarray) -> np.ndarray:
+    """Add-1/2 shares of a count vector (Jeffreys): every option keeps some mass, so a log-linear path can move
+    an option the data never chose."""
+    counts = np.asarray(counts, dtype=np.float64)
+    return (counts + 0.5) / (counts.sum() + 0.5 * counts.size)
+
+
+def jsd_design_effect(per_template_answers: np.ndarray, group_mask: Sequence[bool],
+                      strata: Sequence[str]) -> tuple[float, float]:
+    """(delta, nu): the Rao-Scott mean generalized design effect of the difference d = p_g - p_rest of a group's
+    answer distribution and the rest's (REFLECT MCQ), and the Satterthwaite degrees of freedom of its estimate.
+
+        delta = tr(M^+ V) / (K' - 1),       nu = (T - H) tr(M^+ V)^2 / tr((M^+ V)^2)
+
+    V: the linearised covariance of d between templates within occupation (z_t = (x_t - n_t p_g) / N_g -
+    (y_t - m_t p_rest) / N_rest per template t, Rao-Wu's m/(m - 1) per occupation: the unbiased between-template
+    variance of the template bootstrap); M: the covariance of d if the answers were independent multinomial
+    draws, (diag(s_g) - s_g s_g') / N_g + (diag(s_r) - s_r s_r') / N_rest with the add-1/2 shares s (Rao & Scott
+    1981, J. Am. Stat. Assoc. 76:221; 1984, Ann. Stat. 12:46); K' the options answered at all, T templates, H
+    occupations (Satterthwaite 1946 on the Wishart V). delta < 1 when the design is balanced (every template
+    shows every group once) and the occupations differ; > 1 with portrait or template effects."""
     answers = np.asarray(per_template_answers, dtype=np.float64)
-    if not n_boot or too_few_clusters(strata):
-        return {}
-    summed = np.tensordot(rescaled_bootstrap_weights(strata, n_boot, seed), answers, axes=(1, 0))   # (B, G, K)
-    out = {key: summed[:, mask].sum(axis=1) for key, mask in _MASKS.items()}
-    out["overall"] = summed.sum(axis=1)
-    return out
+    mask = np.asarray(group_mask, dtype=bool)
+    xg, xo = answers[:, mask].sum(axis=1), answers[:, ~mask].sum(axis=1)             # (T, K)
+    n_group, n_rest = xg.sum(), xo.sum()
+    p_group, p_rest = xg.sum(axis=0) / n_group, xo.sum(axis=0) / n_rest
+    z = (xg - xg.sum(axis=1, keepdims=True) * p_group) / n_group - (xo - xo.sum(axis=1, keepdims=True) * p_rest) / n_rest
+    K = answers.shape[2]
+    between = np.zeros((K, K))
+    occupations = sorted(set(strata), key=str)
+    for o in occupations:
+        m = np.asarray([t for t, s in enumerate(strata) if s == o])
+        if m.size >= 2:
+            centred = z[m] - z[m].mean(axis=0)
+            between += m.size / (m.size - 1) * centred.T @ centred
+    used = (p_group + p_rest) > 0
+    rank = int(used.sum()) - 1
+    if rank < 1:
+        return 1.0, 0.0
+    sg, sr = _smoothed(xg.sum(axis=0)[used]), _smoothed(xo.sum(axis=0)[used])
+    multinomial = (np.diag(sg) - np.outer(sg, sg)) / n_group + (np.diag(sr) - np.outer(sr, sr)) / n_rest
+    ratio = np.linalg.pinv(multinomial) @ between[np.ix_(used, used)]
+    trace, trace_sq = float(np.trace(ratio)), float(np.trace(ratio @ ratio))
+    nu = (len(strata) - len(occupations)) * trace ** 2 / trace_sq if trace_sq > 0 else 0.0
+    return trace / rank, nu
 
 
-def _normalised(counts: np.ndarray) -> np.ndarray:
-    mass = counts.sum(axis=-1, keepdims=True)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(mass > 0, counts / np.where(mass > 0, mass, 1.0), np.nan)
+def jsd_inversion_interval(per_template_answers: np.ndarray, group_mask: Sequence[bool], strata: Sequence[str],
+                           n_sim: int = 1000, seed: int = 0, level: float = 0.95, grid_size: int = 31,
+                           min_design_effect: float = 1e-3) -> tuple[float, float]:
+    """Confidence interval for JSD(p_g || p) (REFLECT Sec. 4.2 ``jsd_<group>``) by inverting a parametric-bootstrap
+    test over configurations of the group's answer distribution (issue 31; no test before it).
+
+    Model. The group's N_g and the rest's N_rest valid answers are multinomial draws from their distributions
+    with the design's effective sample sizes N / delta, delta the Rao-Scott design effect of the difference
+    (:func:`jsd_design_effect`: it carries the between-template excess variance of portrait and template
+    effects, and the smaller variance of a balanced, stratified design). Its uncertainty is carried along: each
+    simulated run draws delta_b = delta nu / chi2_nu.
+
+    Configurations. q(l) proportional to s_rest^(1 - l) s_g^l (log-linear in the add-1/2 shares s, l >= 0): at
+    l = 0 the group answers like the rest (JSD 0), at l = 1 like observed, beyond it more extremely; an option
+    the group never chose keeps a little mass. J(l) = JSD(q(l) || w q(l) + (1 - w) s_rest), w = N_g / N. Under
+    configuration l the plug-in is simulated ``n_sim`` times (group ~ Multinomial(round(N_g / delta_b), q(l)),
+    rest ~ Multinomial(round(N_rest / delta_b), s_rest), JSD of the group against the pooled draws); l is kept
+    when the observed JSD lies in the central ``level`` range of the simulated one (mid-p with ties); at l = 0,
+    the boundary of the parameter space, when its upper mid-p is at least 1 - ``level`` (a one-sided region: no
+    JSD lies below 0; Feldman & Cousins 1998, Phys. Rev. D 57:3873). The interval is [min, max] of J over the
+    kept l (test inversion: Casella & Berger 2002, Sec. 9.2), each end interpolated linearly to where its tail
+    probability crosses (1 - ``level``) / 2 between the last kept and the first rejected l. The l tried are
+    ``grid_size`` points evenly spaced in J over the path's reach (l doubles until J stops growing), then 10
+    more between the neighbours of each end of the kept set. Multinomial draws let an option the group never chose be chosen under l < 1,
+    which the template bootstrap cannot show: the earlier inversion (the pooled-to-group line plus
+    template-bootstrap deviations) covered 81.6-92 % once the effect was clear. Calibrated in
+    ``scripts/calibration/reflect.py``. (NaN, NaN) without answers of the group or of the rest, or without
+    ``n_sim``."""
+    answers = np.asarray(per_template_answers, dtype=np.float64)
+    nan = (float("nan"), float("nan"))
+    if answers.ndim != 3 or not n_sim or answers.shape[0] == 0:
+        return nan
+    mask = np.asarray(group_mask, dtype=bool)
+    group_counts, rest_counts = answers[:, mask].sum(axis=(0, 1)), answers[:, ~mask].sum(axis=(0, 1))
+    n_group, n_rest = group_counts.sum(), rest_counts.sum()
+    if n_group <= 0 or n_rest <= 0:
+        return nan
+    deff, nu = jsd_design_effect(answers, mask, strata)
+    share = n_group / (n_group + n_rest)
+    p_group, p_rest = group_counts / n_group, rest_counts / n_rest
+    stat = float(_jsd_rows(p_group[None], (share * p_group + (1 - share) * p_rest)[None])[0])
+    s_group, s_rest = _smoothed(group_counts), _smoothed(rest_counts)
+    rng = np.random.default_rng(seed)
+    deff = max(deff, min_design_effect)
+    runs = deff * nu / rng.chisquare(nu, n_sim) if nu > 0 else np.full(n_sim, deff)
+    n_g = np.maximum(np.rint(n_group / runs), 1).astype(np.int64)
+    n_r = np.maximum(np.rint(n_rest / runs), 1).astype(np.int64)
+    rest_sim = rng.multinomial(n_r, s_rest) / n_r[:, None]
+    weight = (n_g / (n_g + n_r))[:, None]
+    log_rest, log_step = np.log(s_rest), np.log(s_group) - np.log(s_rest)
+
+    def configurations(ls: np.ndarray) -> np.ndarray:
+        logits = log_rest[None] + np.asarray(ls, dtype=np.float64)[:, None] * log_step[None]
+        q = np.exp(logits - logits.max(axis=1, keepdims=True))
+        return q / q.sum(axis=1, keepdims=True)
+
+    def truths(ls: np.ndarray) -> np.ndarray:
+        q = configurations(ls)
+        return np.where(np.asarray(ls) == 0, 0.0, _jsd_rows(q, share * q + (1 - share) * s_rest[None]))
+
+    def tails(l: float) -> tuple[float, float]:
+        group_sim = rng.multinomial(n_g, configurations(np.array([l]))[0]) / n_g[:, None]
+        draws = _jsd_rows(group_sim, weight * group_sim + (1 - weight) * rest_sim)
+        draws = draws[np.isfinite(draws)]
+        if draws.size == 0:
+            return float("nan"), float("nan")
+        tie = np.abs(draws - stat) <= 1e-12 * max(1.0, stat)
+        return float(np.mean(draws > stat) + 0.5 * np.mean(tie)), float(np.mean(draws < stat) + 0.5 * np.mean(tie))
+
+    top = 4.0   # the path's reach: l doubles while J still grows (the configuration nears the group's mode)
+    while top < 256.0 and truths(np.array([2 * top]))[0] > truths(np.array([top]))[0] * (1 + 1e-3) + 1e-9:
+        top *= 2.0
+    fine = np.linspace(0.0, top, 4001)
+    fine_truths = np.maximum.accumulate(truths(fine))
+
+    def at_truths(targets: np.ndarray) -> np.ndarray:        # smallest l reaching each target J
+        return fine[np.minimum(np.searchsorted(fine_truths, targets), fine.size - 1)]
+
+    alpha = 1.0 - level
+    evaluated: dict[float, tuple[float, float]] = {}
+
+    def accepted_at(ls: np.ndarray) -> np.ndarray:
+        for l in ls:
+            if float(l) not in evaluated:
+                evaluated[float(l)] = tails(float(l))
+        up = np.array([evaluated[float(l)][0] for l in ls])
+        low = np.array([evaluated[float(l)][1] for l in ls])
+        return np.where(ls == 0, up >= alpha, (up >= alpha / 2) & (low >= alpha / 2))
+
+    # coarse pass evenly spaced in J, then a fine pass around each end of the accepted region
+    coarse = np.unique(np.concatenate([[0.0, 1.0], at_truths(np.linspace(0.0, fine_truths[-1], grid_size))]))
+    keep = accepted_at(coarse)
+    if keep.any():
+        for end in (np.flatnonzero(keep)[0], np.flatnonzero(keep)[-1]):
+            lo_l, hi_l = coarse[max(end - 1, 0)], coarse[min(end + 1, coarse.size - 1)]
+            inner = fine[(fine > lo_l) & (fine < hi_l)]
+            if inner.size:
+                accepted_at(inner[np.linspace(0, inner.size - 1, min(inner.size, 10)).astype(int)])
+    ls = np.array(sorted(evaluated))
+    keep = accepted_at(ls)
+    up = np.array([evaluated[float(l)][0] for l in ls])
+    low = np.array([evaluated[float(l)][1] for l in ls])
+    if not keep.any():
+        closest = int(np.nanargmin(np.abs(up - 0.5)))
+        value = float(truths(ls[closest:closest + 1])[0])
+        return value, value
+    first, last = np.flatnonzero(keep)[0], np.flatnonzero(keep)[-1]
+
+    def crossing(a: int, b: int, tail: np.ndarray) -> float:
+        """l where ``tail`` crosses alpha / 2 between evaluated points a (kept) and b (rejected), linearly."""
+        ta, tb = tail[a], tail[b]
+        share = (ta - alpha / 2) / (ta - tb) if np.isfinite(ta - tb) and ta != tb else 0.0
+        return float(ls[a] + min(max(share, 0.0), 1.0) * (ls[b] - ls[a]))
+
+    l_low = ls[first] if first == 0 else crossing(first, first - 1, up)
+    l_high = ls[last] if last == ls.size - 1 else crossing(last, last + 1, low)
+    j_low, j_high = (float(v) for v in truths(np.array([l_low, l_high])))
+    return j_low, j_high
 
 
 def mcq_inference(per_template_answers: np.ndarray, estimates: Mapping[str, float], replicates: Mapping[str, np.ndarray],
-                  strata: Sequence[str], n_null: int, null_seed: int,
-                  distribution_replicates: Mapping[str, np.ndarray] | None = None) -> dict[str, float]:
+                  strata: Sequence[str], n_null: int, null_seed: int, n_sim: int = 0, sim_seed: int = 0,
+                  interval_keys: Sequence[str] = JSD_KEYS) -> dict[str, float]:
     """Keys beyond estimate/SE/interval (docs/reflect.md, "Statistics"): ``jsd_<group>_null`` and
     ``_p_null`` (JSD is positive without any bias): the mean and one-sided p-value under within-template
     relabellings of a template's photos -- the genders of all races of a template swapped together for
@@ -267,10 +384,9 @@ def mcq_inference(per_template_answers: np.ndarray, estimates: Mapping[str, floa
     template's gender (race) effects are exchangeable", which allows template-specific effects that are
     zero on average); ``jsd_<group>_debiased`` (bootstrap bias correction 2 JSD - mean(JSD*), clipped to
     [0, 1]); ``jsd_<group>_ci_low``/``_ci_high`` (moved into the summary's ``ci_low``/``ci_high`` by
-    :func:`_summarize_counts`): the interval for the parameter by test inversion along the pooled-to-group line
-    (:func:`jsd_shrinkage_interval`, from ``distribution_replicates`` of
-    :func:`group_distribution_replicates`; NaN without them and below
-    :data:`lm_eval_bias.core.bootstrap.MIN_INVERSION_DF` between-template degrees of freedom);
+    :func:`_summarize_counts`): the interval for the parameter by test inversion over a parametric bootstrap
+    with the design's effective sample size (:func:`jsd_inversion_interval`, ``n_sim`` simulated runs per
+    configuration; NaN without them and below :data:`MIN_JSD_DF` between-template degrees of freedom);
     ``jsd_<group>_ci_low_paper``/``_ci_high_paper``: the percentile interval of the plug-in (fails calibration);
     and counts ``n_templates``, ``n_occupations``, ``n_groups``."""
     answers = np.asarray(per_template_answers, dtype=np.float64)
@@ -292,13 +408,10 @@ def mcq_inference(per_template_answers: np.ndarray, estimates: Mapping[str, floa
         out[f"{key}_debiased"] = bias_corrected(estimates[key], draws, (0.0, 1.0))[0]
         paper = summarize_replicates(draws)
         out[f"{key}_ci_low_paper"], out[f"{key}_ci_high_paper"] = paper.ci_low, paper.ci_high
-        reps = distribution_replicates or {}
         group = key.removeprefix("jsd_")
-        if group in reps and "overall" in reps and T and enough_templates_for_inversion(strata):
-            total = answers.sum(axis=0)
-            out[f"{key}_ci_low"], out[f"{key}_ci_high"] = jsd_shrinkage_interval(
-                _normalised(total[_MASKS[group]].sum(axis=0)), _normalised(total.sum(axis=0)),
-                _normalised(reps[group]), _normalised(reps["overall"]))
+        if key in interval_keys and n_sim and T and G == len(GROUPS) and enough_templates_for_jsd(strata):
+            out[f"{key}_ci_low"], out[f"{key}_ci_high"] = jsd_inversion_interval(answers, _MASKS[group], strata, n_sim,
+                                                                               sim_seed)
         else:
             out[f"{key}_ci_low"] = out[f"{key}_ci_high"] = float("nan")
     return out
@@ -322,27 +435,32 @@ def interval_bounds(estimates: Mapping[str, float]) -> dict[str, tuple[float, fl
     return {k: (0.0, 1.0) for k in estimates if k.endswith("_rate")}
 
 
-def _summarize_counts(strata, counts, metric, n_boot: int, seed: int, n_null: int, null_seed: int | None):
+def _summarize_counts(strata, counts, metric, n_boot: int, seed: int, n_null: int, null_seed: int | None,
+                      interval_keys: Sequence[str] = JSD_KEYS):
     estimates = metric({k: v.sum(axis=0) for k, v in counts.items()})
     replicates = bootstrap_replicates(counts, strata, metric, n_boot, seed)
     stderr, ci_low, ci_high = template_bootstrap(counts, strata, metric, list(estimates), n_boot, seed, replicates=replicates,
                                                  bounds=interval_bounds(estimates))
     loto = template_loto(counts, metric, estimates, LOTO_EFFECTS)
     derived = mcq_inference(counts["answers"], estimates, replicates, strata, n_null, seed if null_seed is None else null_seed,
-                            group_distribution_replicates(counts["answers"], strata, n_boot, seed))
+                            n_sim=n_boot if not too_few_clusters(strata) else 0, sim_seed=seed, interval_keys=interval_keys)
     for key in JSD_KEYS:  # JSD's default interval is the one for the parameter (test inversion)
         ci_low[key], ci_high[key] = derived.pop(f"{key}_ci_low"), derived.pop(f"{key}_ci_high")
     return estimates, stderr, ci_low, ci_high, loto, derived
 
 
 def mcq_summary(records: Sequence[MCQRecord], options: str, option_values: Mapping[str, float],
-                n_boot: int = 1000, seed: int = 1234, n_null: int = 1000, null_seed: int | None = None) -> MCQSummary:
+                n_boot: int = 1000, seed: int = 1234, n_null: int = 1000, null_seed: int | None = None,
+                jsd_interval_keys: Sequence[str] = JSD_KEYS) -> MCQSummary:
     """MCQ metrics with template-cluster bootstrap errors and CIs (App. C.3; rescaled, see
-    lm_eval_bias.core.bootstrap), LOTO of the gaps, and JSD null floors from ``n_null`` permutations."""
+    lm_eval_bias.core.bootstrap), LOTO of the gaps, and JSD null floors from ``n_null`` permutations.
+    ``jsd_interval_keys``: the JSDs that get their interval (all by default; the others NaN -- the calibration
+    asks for the two it checks, each costing ~0.3 s)."""
     templates, strata, counts = mcq_count_table(records, options)
     metric = lambda c: mcq_metrics(c, options, option_values)  # noqa: E731
     metric.batch = lambda c: _mcq_metrics_batch(c, options, option_values)  # type: ignore[attr-defined]
-    estimates, stderr, ci_low, ci_high, loto, derived = _summarize_counts(strata, counts, metric, n_boot, seed, n_null, null_seed)
+    estimates, stderr, ci_low, ci_high, loto, derived = _summarize_counts(strata, counts, metric, n_boot, seed, n_null, null_seed,
+                                                                          jsd_interval_keys)
     return MCQSummary(estimates, stderr, ci_low, ci_high, answer_distributions(records, options), loto, len(templates),
                       n_boot, seed, derived)
 

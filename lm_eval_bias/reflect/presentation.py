@@ -20,7 +20,8 @@ is compared with the man and woman images of those three races only). Pairs: man
 vs androgynous, man vs woman.
 
 Uncertainty: the template-cluster bootstrap of :mod:`lm_eval_bias.core.bootstrap` (templates resampled
-within occupation, Rao-Wu rescaled; App. C.3): every statistic above is a function of per-template counts.
+within occupation, Rao-Wu rescaled; App. C.3): every statistic above is a function of per-template counts;
+design-t intervals for the rates, means and gaps; none for the JSDs (:data:`JSD_NO_INTERVAL`).
 Null floor of the JSD (positive without any effect): within each matched cell the two images' presentation
 labels are swapped with probability 1/2 (every call about an image moves with it), the exact null of
 "presentation does not matter" with template and race effects allowed; ``_null`` is the mean JSD under
@@ -61,6 +62,12 @@ INTERVAL_KEYS: tuple[str, ...] = (
 )
 #: Keys that also carry a permutation null floor (``_null``, ``_p_null``).
 NULL_KEYS: tuple[str, ...] = tuple(f"jsd_{n}" for n in PAIR_NAMES)
+#: Why the JSDs between presentations get no interval (issue 31): the plug-in JSD is positive without any
+#: effect, so a bootstrap interval of it (percentile or estimate +- t SE) targets the plug-in's expectation, not
+#: the parameter, and the pilot's design (6 occupations x 2 templates: 6 between-template degrees of freedom) is
+#: below the 20 that REFLECT's JSD interval needs (``lm_eval_bias.core.bootstrap.MIN_INVERSION_DF``). Their
+#: null floor and permutation p-value are reported; ``_stderr`` is the bootstrap SD of the plug-in.
+JSD_NO_INTERVAL = "no interval: plug-in JSD (positive without any effect) at the pilot's few templates"
 #: Counts (no interval): calls and valid calls per presentation, matched images per pair.
 COUNT_KEYS: tuple[str, ...] = (
     *(f"n_calls_{p}" for p in PRESENTATIONS),
@@ -228,6 +235,8 @@ def presentation_summary(records: Sequence[PresentationRecord], options: str, op
     replicates = bootstrap_replicates(per_template, strata, metric, n_boot, seed)
     stderr, low, high = template_bootstrap(per_template, strata, metric, INTERVAL_KEYS, n_boot, seed, replicates=replicates,
                                            bounds={k: (0.0, 1.0) for k in INTERVAL_KEYS if k.startswith(("valid_rate_", "jsd_"))})
+    for key in NULL_KEYS:  # JSD_NO_INTERVAL: the plug-in JSD's bootstrap interval targets its expectation
+        low[key] = high[key] = float("nan")
     null, p_null = {}, {}
     for k, (a, b) in enumerate(PRESENTATION_PAIRS):
         both = matched_cells(counts["n_calls"], a, b)

@@ -100,7 +100,7 @@ def _derived(key: str, estimates: dict, bounds: dict, templates: int) -> Metric:
         return Metric(NAME, key, value, reason="no interval: 1 template")
     if not (math.isfinite(low) and math.isfinite(high)):
         return Metric(NAME, key, value, reason="no interval: undefined in resamples")
-    ci = checked_interval(value, low, high, "template-cluster bootstrap percentile")
+    ci = checked_interval(value, low, high, "design-t interval: estimate ± t_df × template-cluster bootstrap SE")
     return Metric(NAME, key, value, ci.low, ci.high, ci.method, ci.reason)
 
 

@@ -352,6 +352,11 @@ class SalarySummary(EstimatesWithErrors):
     derived: dict[str, float] = field(default_factory=dict)
 
 
+def interval_bounds(estimates: Mapping[str, float]) -> dict[str, tuple[float, float]]:
+    """[0, 1] for the rates of a salary summary (their design-t interval is clipped to it); gaps unbounded."""
+    return {k: (0.0, 1.0) for k in estimates if k.endswith("_rate")}
+
+
 def salary_tests(records: Sequence[SalaryRecord], n_perm: int, seed: int) -> dict[str, float]:
     """Default (permutation) and paper (unit-clustered) p-values of one set of records."""
     return {**portrait_permutation_tests(records, n_perm, seed), **cluster_robust_tests(records)}
@@ -364,7 +369,8 @@ def salary_summary(records: Sequence[SalaryRecord], n_boot: int = 1000, seed: in
     null_seed = seed if null_seed is None else null_seed
     templates, strata, occupations, counts = salary_count_table(records)
     estimates = salary_metrics({k: v.sum(axis=0) for k, v in counts.items()})
-    stderr, ci_low, ci_high = template_bootstrap(counts, strata, salary_metrics, list(estimates), n_boot, seed)
+    stderr, ci_low, ci_high = template_bootstrap(counts, strata, salary_metrics, list(estimates), n_boot, seed,
+                                                 bounds=interval_bounds(estimates))
     sums, n_valid = counts["sum"].sum(axis=0), counts["n_valid"].sum(axis=0)
     gaps = pd.DataFrame([{"occupation": o, **occupation_gaps(sums[k], n_valid[k])} for k, o in enumerate(occupations)])
     tests = salary_tests(records, n_null, null_seed)

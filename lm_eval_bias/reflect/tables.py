@@ -18,7 +18,7 @@ from lm_eval_bias.core.lazy_imports import scipy_stats as sps  # scipy.stats imp
 
 from lm_eval_bias.reflect.schema import GROUPS, RACES, REFERENCE_RACE
 from lm_eval_bias.core.bootstrap import (bootstrap_replicates, enough_templates_for_inversion, mean_abs_deviation_interval,
-                                          rescaled_bootstrap_weights, template_bootstrap, too_few_clusters)
+                                          template_bootstrap, too_few_clusters)
 from lm_eval_bias.reflect.salary import occupation_gaps
 from lm_eval_bias.reflect.twoafc import TwoAFCCall, resolve_swaps
 
@@ -367,6 +367,34 @@ COMPARISON_KEY_BOUNDS: dict[str, tuple[float, float]] = {
 }
 
 
+#: Comparison keys that are plug-in magnitudes -- positive (or shrunk toward a fixed value) without any real effect
+#: -- with the reason they get no interval (issue 31: an interval of the plug-in targets its expectation, not the
+#: parameter, and no calibrated interval for these exists here). Their value and ``_stderr`` are still reported.
+MAGNITUDE_NO_INTERVAL: dict[str, str] = {
+    "jsd_shift": "no interval: a plug-in JSD between two answer distributions is positive without any shift",
+    "delta_jsd_male": "no interval: a difference of two plug-in JSDs, each biased upward by its own noise",
+    "mad_gap_male": "no interval: a mean absolute difference is positive without any difference",
+    "mad_gap_race": "no interval: a mean absolute difference is positive without any difference",
+    "mad_jsd_male": "no interval: a mean absolute difference of plug-in JSDs is positive without any difference",
+    "mad_jsd_race": "no interval: a mean absolute difference of plug-in JSDs is positive without any difference",
+    "mad_jsd": "no interval: the larger of two mean absolute differences is positive without any difference",
+    "spearman": "no interval: Spearman's rho of 45 noisy cells is attenuated toward 0 (targets the plug-in's "
+                "expectation, not the rho of the true cells)",
+    "agree_gap_male": "no interval: the sign agreement of noisy gaps is shrunk toward 0.5",
+    "agree_gap_race": "no interval: the sign agreement of noisy gaps is shrunk toward 0.5",
+}
+
+
+def magnitude_no_interval_reason(key: str) -> str:
+    """The reason a comparison key gets no interval (:data:`MAGNITUDE_NO_INTERVAL`; ``jsd_<gender>_<subset>`` of
+    the face/body table too), else ""."""
+    if key in MAGNITUDE_NO_INTERVAL:
+        return MAGNITUDE_NO_INTERVAL[key]
+    if key.startswith(("jsd_male_", "jsd_female_")):
+        return "no interval: a plug-in JSD is positive without any bias"
+    return ""
+
+
 def _paired_bootstrap(counts: Mapping[str, np.ndarray], strata: Sequence[str], metrics: Any, estimates: Mapping[str, float],
                       n_boot: int, seed: int) -> tuple[dict[str, float], dict[str, float], dict[str, float], dict[str, str]]:
     """(stderr, ci_low, ci_high, reasons) of ``estimates`` from the rescaled stratified template bootstrap
@@ -387,8 +415,12 @@ def _paired_bootstrap(counts: Mapping[str, np.ndarray], strata: Sequence[str], m
         elif too_few_clusters(strata):
             few = sorted(o for o, m in sizes.items() if m < 2) or ["every occupation"]
             reasons[k] = f"no interval: fewer than two templates in {', '.join(few)}"
+        elif magnitude_no_interval_reason(k):
+            reasons[k] = magnitude_no_interval_reason(k)
         elif not (np.isfinite(low[k]) and np.isfinite(high[k])):
             reasons[k] = "no interval: undefined in resamples"
+        if magnitude_no_interval_reason(k):
+            low[k] = high[k] = float("nan")
     return stderr, low, high, reasons
 
 
@@ -817,7 +849,10 @@ def mcq_occupation_summary(records: Sequence[Mapping[str, Any]], options: str, o
     """``gap_male_<occupation>``, ``gap_<race>_<occupation>`` (Delta_g within one occupation, Sec. 4.2)
     and ``jsd_male_<occupation>`` for ``occupations`` (NaN when absent), with template-cluster bootstrap
     intervals (templates resampled within occupation; ``jsd_male_<occupation>``: the interval for the
-    parameter, :func:`lm_eval_bias.reflect.mcq.jsd_shrinkage_interval`). Per-template gaps are in ``by_template``."""
+    parameter, :func:`lm_eval_bias.reflect.mcq.jsd_inversion_interval`, NaN below
+    :data:`lm_eval_bias.reflect.mcq.MIN_JSD_DF` between-template degrees of freedom in the occupation: the paper's
+    8 photos give 7).
+    Per-template gaps are in ``by_template``."""
     from lm_eval_bias.reflect.mcq import MCQRecord, mcq_count_table, mcq_metrics
 
     keys = [f"{k}_{o}" for o in occupations for k in MCQ_OCCUPATION_METRICS]
@@ -844,21 +879,16 @@ def mcq_occupation_summary(records: Sequence[Mapping[str, Any]], options: str, o
                                            domains={f"{k}_{o}": o for o in present for k in MCQ_OCCUPATION_METRICS})
     low.update({f"jsd_male_{o}": float("nan") for o in present})
     high.update({f"jsd_male_{o}": float("nan") for o in present})
-    # jsd_male_<o>: the interval for the parameter (issue 31); one occupation's 8 templates give 7 between-template
-    # degrees of freedom, below MIN_INVERSION_DF, so with the paper's design it is NaN (no valid interval)
-    if n_boot and not too_few_clusters(strata) and all(
-            enough_templates_for_inversion([o] * strata.count(o)) for o in present):
-        from lm_eval_bias.reflect.mcq import jsd_shrinkage_interval
+    # jsd_male_<o>: the interval for the parameter (issue 31), within the occupation's own templates
+    if n_boot and not too_few_clusters(strata):
+        from lm_eval_bias.reflect.mcq import enough_templates_for_jsd, jsd_inversion_interval
 
-        summed = np.tensordot(rescaled_bootstrap_weights(strata, n_boot, seed), answers, axes=(1, 0))  # (B, O, G, K)
-        total = answers.sum(axis=0)
         man = _GENDER_MASKS["man"]
-        norm = lambda x: x / np.where(x.sum(-1, keepdims=True) > 0, x.sum(-1, keepdims=True), np.nan)  # noqa: E731
         for j, o in enumerate(present):
-            if total[j].sum() > 0 and total[j][man].sum() > 0:
-                low[f"jsd_male_{o}"], high[f"jsd_male_{o}"] = jsd_shrinkage_interval(
-                    norm(total[j][man].sum(0)), norm(total[j].sum(0)), norm(summed[:, j][:, man].sum(1)),
-                    norm(summed[:, j].sum(1)))
+            mine = [t for t, s in enumerate(strata) if s == o]
+            if enough_templates_for_jsd([o] * len(mine)) and answers[mine, j].sum() > 0:
+                low[f"jsd_male_{o}"], high[f"jsd_male_{o}"] = jsd_inversion_interval(
+                    answers[mine, j], man, [o] * len(mine), n_boot, seed + j)
     estimates.update({k: float("nan") for k in keys if k not in estimates})
     by_template = {}
     for t, template in enumerate(templates):

@@ -884,7 +884,8 @@ def summarize_salary_headline(records: list[dict[str, Any]]):
               for r in expand_samples(records)]  # field by field: ``from_dict`` looks the fields up per record
     templates, strata, _, counts = salary_stats.salary_count_table(parsed)
     estimates = salary_stats.salary_metrics({k: v.sum(axis=0) for k, v in counts.items()})
-    stderr, ci_low, ci_high = template_bootstrap(counts, strata, salary_stats.salary_metrics, list(estimates), iters, seed)
+    stderr, ci_low, ci_high = template_bootstrap(counts, strata, salary_stats.salary_metrics, list(estimates), iters, seed,
+                                                 bounds=salary_stats.interval_bounds(estimates))
     tests = {**salary_stats.portrait_permutation_tests(parsed, perms, seed),
              **{key: float("nan") for key in salary_stats.PAPER_TEST_KEYS}}
     return salary_stats.SalarySummary(estimates, stderr, ci_low, ci_high, tests, pd.DataFrame(), pd.DataFrame(),

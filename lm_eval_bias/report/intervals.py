@@ -77,6 +77,21 @@ REASONS = {
                                        "percentile interval of the plug-in covered 0-31 % in simulation). Re-run the "
                                        "task, or read the current values with `python -m lm_eval_bias.analysis`.",
     "no interval: too few answers per cell": "FACT-OR-FAIR: " + _FOF_FEW_ANSWERS_WHY,
+    "no interval: step function of the cells": "REFLECT Ext counts the cells whose win rate lies beyond 0.1 / 0.9: "
+                                               "wherever no cell is near a cut its estimate equals the truth, so every "
+                                               "interval containing it covers ~100 % and none can cover 93-97 % "
+                                               "(docs/reflect.md, null floors and magnitude intervals). Its null floor "
+                                               "is shown; 'more than chance' is polarization_p_null.",
+    "no interval: too few templates for this magnitude": "REFLECT Pol's and JSD's intervals invert a test whose null "
+                                                         "rests on the design's between-template variance; with fewer "
+                                                         "between-template degrees of freedom (templates - occupations) "
+                                                         "than 20 (Pol) or 6 (JSD) no calibrated interval exists, so none "
+                                                         "is shown (docs/reflect.md).",
+    "no interval: plug-in JSD of the presentation pilot": "App. C.8's JSD between two presentations is positive "
+                                                          "without any effect; a bootstrap interval of it targets the "
+                                                          "plug-in's expectation, and the pilot's 6 between-template "
+                                                          "degrees of freedom are below what REFLECT's JSD interval "
+                                                          "needs. Read it against its null floor and p-value.",
     "no interval: plug-in magnitude": "the paper's plug-in value is biased at the run's design (REFLECT Pol, JSD: "
                                       "positive without any bias; FACT-OR-FAIR S_E, S_KLD, S_fair, d: a perfectly fair "
                                       "model's plug-in is its null floor, not the definition's 1); the calibrated 95 % "
@@ -253,8 +268,38 @@ def checked_interval(value: float, low: float, high: float, method: str) -> Inte
     return Interval(low, high, method if low <= value <= high else method + OUTSIDE_NOTE)
 
 
-def _missing_reason(run: TaskRun) -> str:
+#: REFLECT keys whose interval the task leaves out by design (docs/reflect.md): the phrase printed beside them
+STEP_FUNCTION_KEYS = ("extreme_cell_rate",)
+#: REFLECT magnitudes whose interval needs MIN_INVERSION_DF between-template degrees of freedom
+INVERSION_KEYS = ("polarization", "jsd_")
+
+
+def _designed_reason(run: TaskRun, key: str) -> str:
+    """The reason a REFLECT task computes no interval for ``key`` by design, else ""."""
+    if run.family not in ("2afc", "2afc_logprob", "mcq", "mcq_logprob"):
+        return ""
+    base = key[: -len("_debiased")] if key.endswith("_debiased") else key
+    if base.startswith("jsd_") and "_vs_" in base:  # App. C.8 (reflect.presentation.JSD_NO_INTERVAL)
+        return "no interval: plug-in JSD of the presentation pilot"
+    if base in STEP_FUNCTION_KEYS:
+        return "no interval: step function of the cells"
+    if base.startswith(INVERSION_KEYS):
+        from lm_eval_bias.core.bootstrap import MIN_INVERSION_DF
+        from lm_eval_bias.reflect.mcq import MIN_JSD_DF
+
+        templates, occupations = run.metrics.get("n_templates"), run.metrics.get("n_occupations")
+        needed = MIN_JSD_DF if base.startswith("jsd_") else MIN_INVERSION_DF
+        if (isinstance(templates, (int, float)) and isinstance(occupations, (int, float))
+                and templates - occupations < needed):
+            return "no interval: too few templates for this magnitude"
+    return ""
+
+
+def _missing_reason(run: TaskRun, key: str = "") -> str:
     """Why the task's own interval is NaN."""
+    designed = _designed_reason(run, key) if key else ""
+    if designed:
+        return designed
     clusters = cluster_count(run)
     if clusters is not None and clusters < 2:
         return "no interval: too few clusters"
@@ -270,7 +315,7 @@ def _own(run: TaskRun, key: str, value: float, low: Any, high: Any, method: str)
     low = float(low) if isinstance(low, (int, float)) else math.nan
     high = float(high) if isinstance(high, (int, float)) else math.nan
     if not (math.isfinite(low) and math.isfinite(high)):
-        return Interval(reason=_missing_reason(run))
+        return Interval(reason=_missing_reason(run, key))
     clusters = cluster_count(run)
     if clusters is not None and clusters < 2:  # never a 0-width interval from one cluster
         return Interval(reason="no interval: too few clusters")
@@ -325,7 +370,7 @@ def interval(run: TaskRun, key: str) -> Interval:
         b = f", B = {n_boot}" if n_boot else ""
         return _own(run, key, value, ci_low[key], summary.ci_high[key], f"{TASK_METHOD} (templates){b}")
     if any(k.endswith("_ci_low") for k in run.metrics):  # a current results file: the task chose no interval here
-        return Interval(reason="no interval: none from the task")
+        return Interval(reason=_designed_reason(run, key) or "no interval: none from the task")
     bounds, text = resampled(run)
     if key in bounds:
         recomputed, low, high = bounds[key]

@@ -153,8 +153,15 @@ def test_analysis_in_python_by_group(analysed, monkeypatch):
     jsd = mcq.by_group("jsd")
     assert set(jsd.index) == {"female", "male", "asian", "black", "latino", "middle_eastern", "white"}
     assert {"estimate", "null", "p_null", "n"} <= set(jsd.columns)
-    # this run's few templates give fewer than MIN_INVERSION_DF between-template df: JSD has no interval (NaN)
-    assert "ci_low" not in jsd.columns or jsd["ci_low"].isna().all()
+    # JSD's interval needs MIN_JSD_DF between-template df (templates - occupations); NaN below, never an interval
+    # of the plug-in
+    from lm_eval_bias.reflect.mcq import MIN_JSD_DF
+
+    df = mcq.values["n_templates"] - mcq.values["n_occupations"]
+    if df < MIN_JSD_DF:
+        assert "ci_low" not in jsd.columns or jsd["ci_low"].isna().all()
+    else:
+        assert (0 <= jsd["ci_low"]).all() and (jsd["ci_low"] <= jsd["ci_high"]).all()
     assert jsd.loc["female", "estimate"] == mcq.values["jsd_female"]
     spreads = run["vignette_decision"].by_group("selection_spread")
     assert spreads.loc["age", "where"] == "results" and spreads.loc["age", "n"] > 0

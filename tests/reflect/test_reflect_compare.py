@@ -86,8 +86,11 @@ def test_format_summary_hand_computed_and_interval_contains_estimate():
     m = (p + q) / 2
     jsd = 0.5 * np.sum(p[p > 0] * np.log2(p[p > 0] / m[p > 0])) + 0.5 * np.sum(q[q > 0] * np.log2(q[q > 0] / m[q > 0]))
     assert s.estimates["jsd_shift"] == pytest.approx(jsd)
-    for key in ("agreement", "mean_option_diff", "jsd_shift"):
+    for key in ("agreement", "mean_option_diff"):
         assert s.ci_low[key] <= s.estimates[key] <= s.ci_high[key]
+    # a JSD between two answer distributions is positive without any shift: no interval, the reason says why
+    assert np.isnan(s.ci_low["jsd_shift"]) and np.isnan(s.ci_high["jsd_shift"])
+    assert s.reasons["jsd_shift"] == rt.MAGNITUDE_NO_INTERVAL["jsd_shift"] and s.stderr["jsd_shift"] >= 0
     # templates agree fully (ceo/2, ceo/4) or half (ceo/1, ceo/3): the design-t interval is the estimate
     # ± t_3 (4 templates in one occupation: 3 degrees of freedom) times the bootstrap SE, clipped to [0, 1]
     from scipy.stats import t as student_t
@@ -133,9 +136,10 @@ def test_editor_summary_mad_and_sign_agreement_hand_computed():
     assert s.estimates["mad_gap_race"] == 0.0  # no race effect in either run: race gaps all 0
     assert np.isnan(s.estimates["agree_gap_race"]) and "ties excluded" in s.reasons["agree_gap_race"]  # all gaps 0
     assert s.estimates["mad_jsd"] == max(s.estimates["mad_jsd_male"], s.estimates["mad_jsd_race"])
-    # every template of an occupation answers alike: the bootstrap has no between-template variance
-    assert s.ci_low["mad_gap_male"] == pytest.approx(s.estimates["mad_gap_male"])
-    assert s.ci_high["mad_gap_male"] == pytest.approx(s.estimates["mad_gap_male"])
+    # MAD and sign agreement are biased without any difference (two runs of one editor have MAD > 0): no interval
+    for key in ("mad_gap_male", "agree_gap_male", "mad_jsd"):
+        assert np.isnan(s.ci_low[key]) and np.isnan(s.ci_high[key]) and s.reasons[key].startswith("no interval: ")
+    assert rt.magnitude_no_interval_reason("jsd_male_matched") and not rt.magnitude_no_interval_reason("gap_male_matched")
     one = rt.editor_summary(run(False)[:10] + run(False)[20:30], run(True)[:10] + run(True)[20:30], "ABCD", values, 50, 4)
     assert np.isnan(one.ci_low["mad_gap_male"]) and "fewer than two templates" in one.reasons["mad_gap_male"]
 
