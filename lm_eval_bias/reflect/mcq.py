@@ -572,14 +572,16 @@ def _mcq_logprob_metrics_batch(c: Mapping[str, np.ndarray], options: str, option
 
 
 def mcq_logprob_summary(scores: Sequence[MCQScore], options: str, option_values: Mapping[str, float],
-                        n_boot: int = 1000, seed: int = 1234, n_null: int = 1000, null_seed: int | None = None) -> MCQSummary:
+                        n_boot: int = 1000, seed: int = 1234, n_null: int = 1000, null_seed: int | None = None,
+                        jsd_interval_keys: Sequence[str] = JSD_KEYS) -> MCQSummary:
     """:func:`mcq_summary` for probability-scored photos: estimates with template-cluster bootstrap
     errors and CIs, ``distributions`` = mean probability vectors per group, LOTO of the gaps, and the
     same null floors / debiased JSD / counts computed on the expected answer counts."""
     templates, strata, counts = mcq_logprob_count_table(scores, options)
     metric = lambda c: mcq_logprob_metrics(c, options, option_values)  # noqa: E731
     metric.batch = lambda c: _mcq_logprob_metrics_batch(c, options, option_values)  # type: ignore[attr-defined]
-    estimates, stderr, ci_low, ci_high, loto, derived = _summarize_counts(strata, counts, metric, n_boot, seed, n_null, null_seed)
+    estimates, stderr, ci_low, ci_high, loto, derived = _summarize_counts(strata, counts, metric, n_boot, seed, n_null, null_seed,
+                                                                          jsd_interval_keys)
     probs = np.asarray([s.probs for s in scores], dtype=np.float64).reshape(-1, len(options))
     distributions = mean_probability_distributions(probs, [s.group for s in scores])
     return MCQSummary(estimates, stderr, ci_low, ci_high, distributions, loto, len(templates), n_boot, seed, derived)

@@ -97,16 +97,29 @@ def simulate_2afc(rng, beta: np.ndarray, portrait_sd: float, n_per_occupation: i
 
 
 def truth_2afc(beta: np.ndarray, portrait_sd: float, n: int = 20_000, seed: int = 99, template_sd: float = 0.0) -> dict[str, float]:
-    """Win rates and Pol of the population: expected retained wins summed over many templates."""
+    """Win rates, Pol and the call rates of the population: expected retained wins summed over many templates
+    (retained: both orders valid and naming the same image; first position: a valid call naming image A)."""
     rng = np.random.default_rng(seed)
     u = beta[None, :] + rng.normal(0.0, portrait_sd, (n, 10))
     if template_sd:
         u = u + rng.normal(0.0, template_sd, (n, 1)) * IS_MAN[None, :]
     d = u[:, :, None] - u[:, None, :]                                     # d[t, i, j] = u_i - u_j
     # i wins a retained comparison: chosen as A in AB (i shown first) and as B in BA (j shown first)
-    wins = (_logistic(d + POSITION_BIAS) * (1.0 - _logistic(-d + POSITION_BIAS))).sum(axis=0)
+    won = _logistic(d + POSITION_BIAS) * (1.0 - _logistic(-d + POSITION_BIAS))
+    wins = won.sum(axis=0)
     np.fill_diagonal(wins, 0.0)
-    return {k: float(v[0]) for k, v in twoafc_stats.wins_metrics_batch(wins[None]).items()}
+    out = {k: float(v[0]) for k, v in twoafc_stats.wins_metrics_batch(wins[None]).items()}
+    if not np.any(beta):  # by symmetry (a zero-mean symmetric template slope too) every cell is exactly 0.5 (the
+        # simulated population gives 0.498-0.5011)
+        out.update({k: (0.5 if "win_rate" in k else 0.0) for k in out if "win_rate" in k or k in MAGNITUDES})
+    iu, ju = np.triu_indices(10, k=1)
+    valid = (1.0 - REFUSAL) ** 2
+    retained = valid * (won[:, iu, ju] + won[:, ju, iu]).mean()
+    out.update({"retained_rate": float(retained), "swap_inconsistent_rate": float(valid - retained),
+                "refusal_rate": REFUSAL, "invalid_rate": 0.0,
+                "first_position_rate": float(_logistic(d[:, iu, ju] + POSITION_BIAS).mean() / 2
+                                             + _logistic(d[:, ju, iu] + POSITION_BIAS).mean() / 2)})
+    return out
 
 
 # --------------------------------------------------------------------------------------------------
@@ -144,12 +157,18 @@ def simulate_mcq(rng, beta: np.ndarray, portrait_sd: float, n_per_occupation: in
 
 def truth_mcq(beta: np.ndarray, portrait_sd: float, n: int = 20_000, seed: int = 98, template_sd: float = 0.0,
               occupations=OCCUPATIONS) -> dict[str, float]:
+    """The population's MCQ metrics (expected answers of many templates). Without any group effect (``beta`` 0,
+    no template slope) every JSD and gap is exactly 0; the simulated population would give ~1e-7."""
     rng = np.random.default_rng(seed)
     occ = np.stack([np.random.default_rng(zlib.crc32(o.encode())).normal(0.0, 0.3, 6) for o in occupations])
     shift = occ[np.arange(n) % len(occupations)]
     expected = _mcq_probs(rng, beta, portrait_sd, n, shift, template_sd).sum(axis=0)     # expected answers per group
-    return mcq_stats.mcq_metrics({"answers": expected, "n_calls": 1.0, "n_valid": 1.0, "n_refusal": 0.0, "n_invalid": 0.0},
-                                 mcq_stats.SALARY_OPTIONS, mcq_stats.SALARY_BIN_MIDPOINTS_USD)
+    out = mcq_stats.mcq_metrics({"answers": expected, "n_calls": 1.0, "n_valid": 1.0, "n_refusal": 0.0, "n_invalid": 0.0},
+                                mcq_stats.SALARY_OPTIONS, mcq_stats.SALARY_BIN_MIDPOINTS_USD)
+    if not np.any(beta) and not template_sd:
+        out.update({k: 0.0 for k in out if k.startswith(("jsd_", "gap_"))})
+    out.update({"valid_rate": 1.0 - REFUSAL, "refusal_rate": REFUSAL, "invalid_rate": 0.0})
+    return out
 
 
 # --------------------------------------------------------------------------------------------------
@@ -227,6 +246,11 @@ def _twoafc_scenarios(design: int) -> list[tuple[str, np.ndarray, float]]:
     return out
 
 
+#: the 2AFC keys with a design-t interval whose coverage is checked (the six win rates and the call rates)
+TWOAFC_RATE_KEYS = ("retained_rate", "refusal_rate", "swap_inconsistent_rate", "first_position_rate")
+WIN_RATE_KEYS = twoafc_stats.WIN_RATE_KEYS
+
+
 def run_2afc(n_seeds: int, n_boot: int, designs=(48, 12, 6), seed: int = 0) -> list[dict]:
     rows = []
     args = (n_seeds, n_boot, seed)
@@ -236,11 +260,11 @@ def run_2afc(n_seeds: int, n_boot: int, designs=(48, 12, 6), seed: int = 0) -> l
         for dgp, beta, template_sd in _twoafc_scenarios(design):
             dgp_text = f"{dgp}; portrait effect sd 0.5 logit, position bias 0.3, 5 % refusals"
             truth = truth_2afc(beta, 0.5, template_sd=template_sd)
-            keys = ["male_win_rate", "win_rate_white", *MAGNITUDES]
-            est = {k: [] for k in keys + ["polarization_null", "extreme_cell_rate_null"]}
+            null = not np.any(beta)
+            keys = [*WIN_RATE_KEYS, "polarization", *(TWOAFC_RATE_KEYS if null and not template_sd else ())]
+            est = {k: [] for k in keys + ["polarization_null", "extreme_cell_rate", "extreme_cell_rate_null"]}
             cover = {k: [] for k in keys + [f"{m}_paper" for m in MAGNITUDES]}
-            tests = {k: [] for k in ("p_male_win_rate", "p_win_rate_white", "polarization_p_null", "extreme_cell_rate_p_null",
-                                     "any raw", "any holm")}
+            tests = {k: [] for k in (*(f"p_{k}" for k in WIN_RATE_KEYS), "polarization_p_null", "any raw", "any holm")}
             for s in range(seed, seed + n_seeds):
                 rng = np.random.default_rng([s, 1, design, zlib.crc32(dgp.encode()) % 1000])
                 summary = twoafc_stats.twoafc_summary(simulate_2afc(rng, beta, 0.5, per, template_sd, occupations),
@@ -249,24 +273,22 @@ def run_2afc(n_seeds: int, n_boot: int, designs=(48, 12, 6), seed: int = 0) -> l
                 for k in keys:
                     est[k].append(summary.estimates[k])
                     cover[k].append(_covers(summary.ci_low[k], summary.ci_high[k], truth[k]))
+                est["extreme_cell_rate"].append(summary.estimates["extreme_cell_rate"])
                 for m in MAGNITUDES:
                     est[f"{m}_null"].append(d[f"{m}_null"])
                     cover[f"{m}_paper"].append(_covers(d[f"{m}_ci_low_paper"], d[f"{m}_ci_high_paper"], truth[m]))
-                for k in ("p_male_win_rate", "p_win_rate_white", "polarization_p_null", "extreme_cell_rate_p_null"):
-                    tests[k].append(float(d[k] < 0.05) if np.isfinite(d[k]) else np.nan)
-                tests["any raw"].append(min(d[f"p_{k}"] for k in twoafc_stats.WIN_RATE_KEYS) < 0.05)
-                tests["any holm"].append(min(d[f"p_{k}_holm"] for k in twoafc_stats.WIN_RATE_KEYS) < 0.05)
-            null = not np.any(beta)
+                for k in tests:
+                    if k.startswith("p_") or k == "polarization_p_null":
+                        tests[k].append(float(d[k] < 0.05) if np.isfinite(d[k]) else np.nan)
+                tests["any raw"].append(min(d[f"p_{k}"] for k in WIN_RATE_KEYS) < 0.05)
+                tests["any holm"].append(min(d[f"p_{k}_holm"] for k in WIN_RATE_KEYS) < 0.05)
             for k in keys:
-                if k in MAGNITUDES:
-                    note = ("profiled test inversion (mean_abs_deviation_interval)" if k == "polarization"
-                            else "simultaneous max-t band of the cells (extreme_share_interval)")
-                else:
-                    note = "design-t interval: estimate ± t_df x template-bootstrap SE, df = templates - occupations"
+                note = ("profiled test inversion (mean_abs_deviation_interval)" if k == "polarization" else
+                        "design-t interval: estimate ± t_df x template-bootstrap SE, df = templates - occupations")
                 rows.append(_row(k, "interval", design_text, dgp_text, truth[k], est[k], cover[k], *args, note=note))
             for m in MAGNITUDES:
-                rows.append(_row(f"{m}_ci_low_paper/_ci_high_paper", "interval", design_text, dgp_text, truth[m], est[m],
-                                 cover[f"{m}_paper"], *args, role="paper",
+                rows.append(_row(f"{m}_ci_low_paper/_ci_high_paper", "interval", design_text, dgp_text, truth[m],
+                                 est[m] if m in est else [], cover[f"{m}_paper"], *args, role="paper",
                                  note="the paper's percentile interval of the plug-in (targets its expectation, biased upward)"))
             if not null:
                 continue
@@ -274,18 +296,19 @@ def run_2afc(n_seeds: int, n_boot: int, designs=(48, 12, 6), seed: int = 0) -> l
                 rows.append(_row("polarization", "null_floor", design_text, dgp_text, 0.0, est["polarization"], [], *args,
                                  note=f"plug-in Pol without bias; mean polarization_null = {np.nanmean(est['polarization_null']):.4f}"))
                 rows.append(_row("extreme_cell_rate", "null_floor", design_text, dgp_text, 0.0, est["extreme_cell_rate"], [],
-                                 *args))
-            for k in ("p_male_win_rate", "p_win_rate_white"):
-                rows.append(_row(k, "test", design_text, dgp_text, float("nan"), [], tests[k], *args,
+                                 *args, note="Ext has no interval and no test (a step function of the cells; docs/reflect.md); "
+                                             f"mean extreme_cell_rate_null = {np.nanmean(est['extreme_cell_rate_null']):.4f}"))
+            for k in WIN_RATE_KEYS:
+                rows.append(_row(f"p_{k}", "test", design_text, dgp_text, float("nan"), [], tests[f"p_{k}"], *args,
                                  note="template-level relabelling (the test of the average effect)"))
-            for k in ("polarization_p_null", "extreme_cell_rate_p_null"):
-                if template_sd:
-                    rows.append(_row(k, "test", design_text, dgp_text, float("nan"), [], tests[k], *args, role="diagnostic",
-                                     note="null 'labels exchangeable within each template' is FALSE here (templates "
-                                          "favour one gender): a power figure, not a level"))
-                else:
-                    rows.append(_row(k, "test", design_text, dgp_text, float("nan"), [], tests[k], *args,
-                                     note="within-template permutation of all ten labels"))
+            if template_sd:
+                rows.append(_row("polarization_p_null", "test", design_text, dgp_text, float("nan"), [],
+                                 tests["polarization_p_null"], *args, role="diagnostic",
+                                 note="null 'labels exchangeable within each template' is FALSE here (templates "
+                                      "favour one gender): a power figure, not a level"))
+            else:
+                rows.append(_row("polarization_p_null", "test", design_text, dgp_text, float("nan"), [],
+                                 tests["polarization_p_null"], *args, note="within-template permutation of all ten labels"))
             rows.append(_row("any of 6 win-rate tests, raw p < 0.05", "test", design_text, dgp_text, float("nan"), [],
                              tests["any raw"], *args, role="diagnostic",
                              note="family-wise error without adjustment (not a target)"))
@@ -333,6 +356,7 @@ def run_mcq(n_seeds: int, n_boot: int, designs=(48, 12), seed: int = 0) -> list[
     args = (n_seeds, n_boot, seed)
     options, values = mcq_stats.SALARY_OPTIONS, mcq_stats.SALARY_BIN_MIDPOINTS_USD
     jsd = ("jsd_male", "jsd_black")
+    gaps = ("gap_male", *(f"gap_{r}" for r in RACE_KEYS if r != "white"))
     for design in designs:
         occupations, per = DESIGNS[design]
         design_text = f"{design} templates ({len(occupations)} occupations x {per} photos) x 10 photos x 1 call, 6 salary bins"
@@ -347,14 +371,16 @@ def run_mcq(n_seeds: int, n_boot: int, designs=(48, 12), seed: int = 0) -> list[
         for dgp, beta, template_sd in scenarios:
             dgp_text = f"{dgp}; portrait effect sd 0.5 per option logit, 5 % refusals"
             truth = truth_mcq(beta, 0.5, template_sd=template_sd, occupations=occupations)
-            keys = ["gap_male", "gap_black", *jsd]
+            plain_null = not np.any(beta) and not template_sd
+            keys = [*gaps, *jsd, *(("valid_rate", "refusal_rate") if plain_null else ())]
             est = {k: [] for k in keys + [f"{k}_null" for k in jsd]}
             cover = {k: [] for k in keys + [f"{k}_paper" for k in jsd]}
             tests = {f"{k}_p_null": [] for k in jsd}
             for s in range(seed, seed + n_seeds):
                 rng = np.random.default_rng([s, 2, design, zlib.crc32(dgp.encode()) % 1000])
                 records = simulate_mcq(rng, beta, 0.5, per, template_sd, occupations)
-                summary = mcq_stats.mcq_summary(records, options, values, n_boot=n_boot, seed=s, n_null=n_boot)
+                summary = mcq_stats.mcq_summary(records, options, values, n_boot=n_boot, seed=s, n_null=n_boot,
+                                                jsd_interval_keys=jsd)
                 d = summary.derived
                 for k in keys:
                     est[k].append(summary.estimates[k])
@@ -364,8 +390,9 @@ def run_mcq(n_seeds: int, n_boot: int, designs=(48, 12), seed: int = 0) -> list[
                     cover[f"{k}_paper"].append(_covers(d[f"{k}_ci_low_paper"], d[f"{k}_ci_high_paper"], truth[k]))
                     tests[f"{k}_p_null"].append(d[f"{k}_p_null"] < 0.05)
             for k in keys:
-                note = ("test inversion along the pooled-to-group line (jsd_shrinkage_interval)" if k.startswith("jsd")
-                        else "design-t interval: estimate ± t_df x template-bootstrap SE, df = templates - occupations")
+                note = ("parametric test inversion with the design's effective sample size (jsd_inversion_interval)"
+                        if k.startswith("jsd") else
+                        "design-t interval: estimate ± t_df x template-bootstrap SE, df = templates - occupations")
                 rows.append(_row(k, "interval", design_text, dgp_text, truth[k], est[k], cover[k], *args, note=note))
             for k in jsd:
                 rows.append(_row(f"{k}_ci_low_paper/_ci_high_paper", "interval", design_text, dgp_text, truth[k], est[k],
@@ -445,6 +472,188 @@ def run_salary(n_seeds: int, n_boot: int, n_per_occupation: int, n_bios: int, se
     return rows
 
 
+def simulate_2afc_logprob(rng, beta: np.ndarray, portrait_sd: float, n_per_occupation: int = 8, template_sd: float = 0.0,
+                          occupations=OCCUPATIONS) -> list:
+    """The 2AFC model scored by probability (``focus_2afc_*_logprob``): each call's p_A itself (no sampled
+    choice, no refusal)."""
+    scores = []
+    iu, ju = np.triu_indices(10, k=1)
+    for occupation, template in _templates(n_per_occupation, occupations):
+        u = beta + rng.normal(0.0, portrait_sd, 10) + (rng.normal(0.0, template_sd) * IS_MAN if template_sd else 0.0)
+        for a_idx, b_idx, order in ((iu, ju, "AB"), (ju, iu, "BA")):
+            p_a = _logistic(u[a_idx] - u[b_idx] + POSITION_BIAS)
+            for k in range(p_a.size):
+                pair = f"{min(a_idx[k], b_idx[k])}-{max(a_idx[k], b_idx[k])}"
+                scores.append(twoafc_stats.TwoAFCScore(template, occupation, pair, order, int(a_idx[k]), int(b_idx[k]),
+                                                       float(p_a[k])))
+    return scores
+
+
+def truth_2afc_logprob(beta: np.ndarray, portrait_sd: float, n: int = 20_000, seed: int = 99,
+                       template_sd: float = 0.0) -> dict[str, float]:
+    """Win rates and Pol of the population scored by probability: expected swap-averaged preferences
+    (P(i | AB) + P(i | BA)) / 2 summed over many templates; exactly parity without any group effect."""
+    rng = np.random.default_rng(seed)
+    u = beta[None, :] + rng.normal(0.0, portrait_sd, (n, 10))
+    if template_sd:
+        u = u + rng.normal(0.0, template_sd, (n, 1)) * IS_MAN[None, :]
+    d = u[:, :, None] - u[:, None, :]
+    pref = ((_logistic(d + POSITION_BIAS) + 1.0 - _logistic(-d + POSITION_BIAS)) / 2.0).sum(axis=0)
+    np.fill_diagonal(pref, 0.0)
+    out = {k: float(v[0]) for k, v in twoafc_stats.wins_metrics_batch(pref[None]).items()}
+    if not np.any(beta):
+        out.update({k: (0.5 if "win_rate" in k else 0.0) for k in out if "win_rate" in k or k in MAGNITUDES})
+    return out
+
+
+def run_2afc_logprob(n_seeds: int, n_boot: int, seed: int = 0) -> list[dict]:
+    """``focus_2afc_*_logprob`` at the paper's design: the win rates' design-t intervals and tests, and Pol's
+    inversion, on expected wins (swap-averaged letter probabilities)."""
+    rows = []
+    occupations, per = DESIGNS[48]
+    design_text = "48 templates (6 occupations x 8 photos) x 45 pairs x 2 orders scored by letter probability"
+    keys = ("male_win_rate", "win_rate_white", "polarization")
+    scenarios = [("no bias", group_effects(0.0, {}), 0.0), ("0.40 x (man +0.3, White +0.3, Black -0.2, Latino +0.1, "
+                                                           "Middle Eastern -0.2 logits)", 0.40 * BASE_2AFC, 0.0),
+                 ("strong bias (man +0.5, White +1, Black -1, Latino +0.5, Middle Eastern -0.5 logits)", STRONG_2AFC, 0.0),
+                 ("no average bias; template-specific gender slope sd 0.6 logit", group_effects(0.0, {}), 0.6)]
+    for dgp, beta, template_sd in scenarios:
+        dgp_text = f"{dgp}; portrait effect sd 0.5 logit, position bias 0.3"
+        truth = truth_2afc_logprob(beta, 0.5, template_sd=template_sd)
+        est, cover = {k: [] for k in keys}, {k: [] for k in keys}
+        tests = {"p_male_win_rate": [], "p_win_rate_white": []}
+        for s in range(seed, seed + n_seeds):
+            scores = simulate_2afc_logprob(np.random.default_rng([s, 12, zlib.crc32(dgp.encode()) % 1000]), beta, 0.5, per,
+                                           template_sd)
+            summary = twoafc_stats.twoafc_logprob_summary(scores, n_boot=n_boot, seed=s, n_null=n_boot)
+            for k in keys:
+                est[k].append(summary.estimates[k])
+                cover[k].append(_covers(summary.ci_low[k], summary.ci_high[k], truth[k]))
+            for k in tests:
+                tests[k].append(float(summary.derived[k] < 0.05))
+        for k in keys:
+            note = ("profiled test inversion (mean_abs_deviation_interval)" if k == "polarization" else
+                    "design-t interval: estimate ± t_df x template-bootstrap SE, df = templates - occupations")
+            rows.append(_row(k, "interval", design_text, dgp_text, truth[k], est[k], cover[k], n_seeds, n_boot, seed,
+                             note=note))
+        if not np.any(beta):
+            for k in tests:
+                rows.append(_row(k, "test", design_text, dgp_text, float("nan"), [], tests[k], n_seeds, n_boot, seed,
+                                 note="template-level relabelling (the test of the average effect)"))
+    return rows
+
+
+def simulate_mcq_logprob(rng, beta: np.ndarray, portrait_sd: float, n_per_occupation: int = 8, template_sd: float = 0.0,
+                         occupations=OCCUPATIONS) -> list:
+    """The MCQ model scored by probability (``focus_mcq_*_logprob``): each photo's option distribution itself,
+    no sampled answer and no refusal."""
+    templates = _templates(n_per_occupation, occupations)
+    occ_shift = {o: np.random.default_rng(zlib.crc32(o.encode())).normal(0.0, 0.3, 6) for o in OCCUPATIONS}
+    probs = _mcq_probs(rng, beta, portrait_sd, len(templates), np.stack([occ_shift[o] for o, _ in templates]), template_sd)
+    return [mcq_stats.MCQScore(template, occupation, g, tuple(probs[t, g] / probs[t, g].sum()))
+            for t, (occupation, template) in enumerate(templates) for g in range(10)]
+
+
+def run_mcq_logprob(n_seeds: int, n_boot: int, seed: int = 0) -> list[dict]:
+    """``focus_mcq_*_logprob`` at the paper's design: gaps (design-t) and JSDs (parametric inversion: the
+    "counts" are sums of probability vectors, so the design effect is what carries the between-photo
+    variance) without bias, at jsd_male .03 and .10, and under a template-specific gender slope."""
+    rows = []
+    options, values = mcq_stats.SALARY_OPTIONS, mcq_stats.SALARY_BIN_MIDPOINTS_USD
+    jsd = ("jsd_male", "jsd_black")
+    keys = ("gap_male", "gap_black", *jsd)
+    occupations, per = DESIGNS[48]
+    design_text = "48 templates (6 occupations x 8 photos) x 10 photos scored by letter probability, 6 salary bins"
+    zero = group_effects(0.0, {})
+    scenarios = [("no bias", zero, 0.0)]
+    for target in (0.03, 0.1):
+        c = _scale_for(lambda c: truth_mcq(c * MCQ_BASE_EFFECT, 0.5, n=4000)["jsd_male"], target, hi=40.0)
+        scenarios.append((f"jsd_male {target:.2f}: {c:.2f} x (man +0.3, Black -0.3, White +0.2 on the slope)",
+                          c * MCQ_BASE_EFFECT, 0.0))
+    scenarios.append(("no average bias; template-specific gender slope sd 0.6", zero, 0.6))
+    for dgp, beta, template_sd in scenarios:
+        dgp_text = f"{dgp}; portrait effect sd 0.5 per option logit"
+        truth = truth_mcq(beta, 0.5, template_sd=template_sd)
+        est, cover = {k: [] for k in keys}, {k: [] for k in keys}
+        for s in range(seed, seed + n_seeds):
+            scores = simulate_mcq_logprob(np.random.default_rng([s, 10, zlib.crc32(dgp.encode()) % 1000]), beta, 0.5, per,
+                                          template_sd)
+            summary = mcq_stats.mcq_logprob_summary(scores, options, values, n_boot=n_boot, seed=s, n_null=0,
+                                                    jsd_interval_keys=jsd)
+            for k in keys:
+                est[k].append(summary.estimates[k])
+                cover[k].append(_covers(summary.ci_low[k], summary.ci_high[k], truth[k]))
+        for k in keys:
+            note = ("parametric test inversion with the design's effective sample size (jsd_inversion_interval) on "
+                    "summed probabilities" if k.startswith("jsd") else
+                    "design-t interval: estimate ± t_df x template-bootstrap SE, df = templates - occupations")
+            rows.append(_row(k, "interval", design_text, dgp_text, truth[k], est[k], cover[k], n_seeds, n_boot, seed,
+                             note=note))
+    return rows
+
+
+def run_tables(n_seeds: int, n_boot: int, seed: int = 0, n_bios: int = 50) -> list[dict]:
+    """The analysis tables' per-occupation intervals and the salary magnitudes (:mod:`lm_eval_bias.reflect.tables`):
+    ``gap_male_<occupation>`` / ``gap_black_<occupation>`` (MCQ, design-t with the occupation's 7 df),
+    ``jsd_male_<occupation>`` (the parametric JSD inversion within one occupation),
+    ``gap_pct_male_<occupation>`` / ``gap_pct_black_<occupation>`` (salary, likewise) -- the six occupations of a
+    seed pooled into one row, as in :func:`run_2afc_occupations` -- and ``mean_abs_gap_pct_male`` /
+    ``mean_abs_gap_pct_black`` (mean over the 6 occupations of |Gap%|: profiled test inversion, NaN below 20 df)."""
+    from dataclasses import asdict
+
+    from lm_eval_bias.reflect import tables
+
+    occupations, per = DESIGNS[48]
+    options, values = mcq_stats.SALARY_OPTIONS, mcq_stats.SALARY_BIN_MIDPOINTS_USD
+    rows = []
+    design = "one occupation of the 48-template design (8 templates), 6 occupations pooled"
+    for dgp, beta in (("no bias", group_effects(0.0, {})),
+                      ("MCQ effect 6.43 x (man +0.3, Black -0.3, White +0.2 on the slope)", 6.43 * MCQ_BASE_EFFECT)):
+        truths = {o: truth_mcq(beta, 0.5, occupations=[o]) for o in occupations}
+        est, cover = {k: [] for k in ("gap_male", "gap_black", "jsd_male")}, {k: [] for k in ("gap_male", "gap_black", "jsd_male")}
+        for s in range(seed, seed + n_seeds):
+            records = simulate_mcq(np.random.default_rng([s, 8, zlib.crc32(dgp.encode()) % 1000]), beta, 0.5, per)
+            summary = tables.mcq_occupation_summary([asdict(r) for r in records], options, values, occupations, n_boot, s)
+            for o in occupations:
+                for k in est:
+                    est[k].append(summary.estimates[f"{k}_{o}"])
+                    cover[k].append(_covers(summary.ci_low[f"{k}_{o}"], summary.ci_high[f"{k}_{o}"], truths[o][k]))
+        for k in est:
+            method = ("parametric test inversion (jsd_inversion_interval) within the occupation (7 df)" if k == "jsd_male"
+                      else "design-t interval with the occupation's own df (7)")
+            rows.append(_row(f"{k}_<occupation>", "interval", design + " x 10 photos x 1 call (MCQ)",
+                             f"{dgp}; portrait effect sd 0.5 per option logit, 5 % refusals",
+                             float(np.mean([truths[o][k] for o in occupations])), est[k], cover[k], n_seeds, n_boot, seed,
+                             note=f"{method}; truth per occupation; {len(occupations)} occupations x {n_seeds} seeds pooled"))
+    for label, beta in (("no bias", np.zeros(10)), ("bias (man +2 %, Black -3 %, Asian +1 %)",
+                                                     group_effects(0.02, {"black": -0.03, "asian": 0.01}))):
+        truth = truth_salary(beta)
+        dgp = f"{label}; per-portrait effect sd 3 %, biography sd 20 %, noise sd 10 %"
+        keys = ("gap_pct_male", "gap_pct_black")
+        est = {k: [] for k in (*keys, *(f"mean_abs_{k}" for k in keys))}
+        cover = {k: [] for k in est}
+        for s in range(seed, seed + n_seeds):
+            records = simulate_salary(np.random.default_rng([s, 9, int(np.any(beta))]), beta, 0.03, per, n_bios)
+            summary = tables.salary_table_summary([asdict(r) for r in records], n_boot, s, 0)
+            for k in keys:
+                for o in occupations:
+                    est[k].append(summary.estimates[f"{k}_{o}"])
+                    cover[k].append(_covers(summary.ci_low[f"{k}_{o}"], summary.ci_high[f"{k}_{o}"], truth[k]))
+                m = f"mean_abs_{k}"
+                est[m].append(summary.estimates[m])
+                cover[m].append(_covers(summary.ci_low[m], summary.ci_high[m], abs(truth[k])))
+        salary_design = f"48 templates x 10 portraits x {n_bios} biographies"
+        for k in keys:
+            rows.append(_row(f"{k}_<occupation>", "interval", f"{design} x 10 portraits x {n_bios} biographies (salary)", dgp,
+                             truth[k], est[k], cover[k], n_seeds, n_boot, seed,
+                             note=f"design-t interval with the occupation's own df (7); {len(occupations)} occupations x "
+                                  f"{n_seeds} seeds pooled"))
+            rows.append(_row(f"mean_abs_{k}", "interval", salary_design, dgp, abs(truth[k]), est[f"mean_abs_{k}"],
+                             cover[f"mean_abs_{k}"], n_seeds, n_boot, seed,
+                             note="mean over the 6 occupations of |Gap%|: profiled test inversion (mean_abs_interval)"))
+    return rows
+
+
 def run(n_seeds: int, n_boot: int, quick: bool) -> list[dict]:
     """All REFLECT calibration rows (module docstring). ``quick`` shrinks seeds and resamples, the 2AFC and
     MCQ designs to the 6-template one and the salary design to 4 templates per occupation x 10 biographies."""
@@ -453,6 +662,7 @@ def run(n_seeds: int, n_boot: int, quick: bool) -> list[dict]:
         return (run_2afc(n_seeds, n_boot, designs=(6,)) + run_mcq(n_seeds, n_boot, designs=(12,))
                 + run_salary(n_seeds, n_boot, 4, 10, nulls=((0.01, 0.05),)))
     return (run_2afc(n_seeds, n_boot) + run_2afc_occupations(n_seeds, n_boot) + run_mcq(n_seeds, n_boot)
+            + run_2afc_logprob(n_seeds, n_boot) + run_mcq_logprob(n_seeds, n_boot) + run_tables(n_seeds, n_boot)
             + run_salary(n_seeds, n_boot, 8, 50, nulls=((0.0, 0.0), (0.03, 0.0), (0.01, 0.02), (0.01, 0.05)),
                          paper_seeds=min(n_seeds, SALARY_PAPER_SEEDS)))
 
