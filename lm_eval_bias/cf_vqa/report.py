@@ -6,7 +6,6 @@ consistency per category (Table 2's Human row), and the subcategory tables (Tabl
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import pandas as pd
@@ -24,10 +23,40 @@ TITLE = "Counterfactual VQA"
 FAMILIES = ("cf_vqa",)
 HEADLINE = {"cf_vqa": ("consistency", "cc_auc", "sr_auc", "refusal_rate")}
 METRICS = ("consistency", "cc_auc", "sr_auc", "refusal_rate", "invalid_rate", "truncated_rate", "refusal_asymmetry_rate")
-#: per-subcategory table from the logged pairs (no interval: a few pairs each)
+#: per-subcategory table from the logged pairs (each with its interval from 20 pairs on)
 PAIR_METRICS = ("consistency", "cc_auc", "sr_auc", "empty_answer_rate", "refusal_asymmetry_rate")
 VARIANTS = {"cf_vqa": "baseline prompt", "cf_vqa_baep": "bias-aware evidence prompt (BAEP)",
             "cf_vqa_hner": "HNER exemplars", "cf_vqa_hner_targeted": "HNER exemplars, same category"}
+
+
+#: how every interval of this section is computed (docs/cf-vqa.md "Intervals")
+INTERVAL_TEXT = (f"image pairs as clusters (all their images and option orders together), stratified delete-one-pair "
+                 f"jackknife standard error, logit-t interval with pairs - strata degrees of freedom; none below "
+                 f"{stats.MIN_PAIRS_FOR_INTERVAL} pairs in the cell (rated pairs for the human column)")
+
+
+def ci_text(values: dict, key: str, n_boot: int) -> str:
+    """``[low, high]`` of ``key`` in a :func:`~lm_eval_bias.cf_vqa.stats.pair_summary` scope, or why there
+    is none: too few (rated) pairs (:data:`~lm_eval_bias.cf_vqa.stats.MIN_PAIRS_FOR_INTERVAL`), intervals
+    turned off, or no estimate."""
+    low, high = values.get(f"{key}_ci_low", math.nan), values.get(f"{key}_ci_high", math.nan)
+    if math.isfinite(low) and math.isfinite(high):
+        return f"[{low:.3f}, {high:.3f}]"
+    if not math.isfinite(values.get(key, math.nan)):
+        return "no data"
+    if not n_boot:
+        return "no interval: bootstrap off"
+    rated = key in stats.HUMAN_KEYS
+    count = values.get("n_rated_pairs" if rated else "n_pairs", math.nan)
+    if math.isfinite(count) and count < stats.MIN_PAIRS_FOR_INTERVAL:
+        return f"{stats.FEW_PAIRS_REASON} ({int(count)} {'rated ' if rated else ''}< {stats.MIN_PAIRS_FOR_INTERVAL})"
+    return "no interval: undefined"
+
+
+def _human(run: TaskRun) -> dict[str, float]:
+    """Pair id -> the manifest's human consistency, from the logged records."""
+    return {r["pair_id"]: float(r["human_consistency"]) for r in run.records or []
+            if r.get("human_consistency") is not None}
 
 
 def _pairs(run: TaskRun):
@@ -131,7 +160,7 @@ def render(runs: list[TaskRun], w: Writer) -> Part:
         part.figures.append(w.figure(bars(groups, "Consistency per category", "consistency", errors, reference=floor,
                                           ylim=(0, 1.05)),
                                      "cf_vqa_categories", "Consistency per category and prompt variant; error bars: 95 % "
-                                                          "bootstrap intervals (pairs resampled within category); dashed "
+                                                          "intervals (" + INTERVAL_TEXT + "); dashed "
                                                           "line: the null floor (consistency_null) of the first run, the "
                                                           "consistency of a model whose two answers of a pair are "
                                                           "unrelated.",
@@ -146,16 +175,19 @@ def render(runs: list[TaskRun], w: Writer) -> Part:
                                 no_interval="Intervals: the per-task key tables below (…_<category>_ci_low/_ci_high)."))
     _same_pairs(with_pairs, w, part)
     human_rows = {}
+    from lm_eval_bias.core.aggregation import bootstrap_settings as boot_settings
+
+    n_boot_human = boot_settings()[0]
     for run in runs:
         for c in [None, *CATEGORIES]:
             suffix = "" if c is None else "_" + category_key(c)
             row = {}
             for key in ("consistency", "human_consistency", "consistency_minus_human"):
-                value = run.metrics.get(f"{key}{suffix}", math.nan)
-                low = run.metrics.get(f"{key}{suffix}_ci_low", math.nan)
-                high = run.metrics.get(f"{key}{suffix}_ci_high", math.nan)
-                row[key] = value
-                row[f"{key} 95 % CI"] = f"[{low:.3f}, {high:.3f}]" if math.isfinite(low) and math.isfinite(high) else "n/a"
+                values = {f"{key}{d}": run.metrics.get(f"{key}{suffix}{d}", math.nan) for d in ("", "_ci_low", "_ci_high")}
+                values.update({"n_pairs": run.metrics.get(f"n_pairs{suffix}", math.nan),
+                               "n_rated_pairs": run.metrics.get(f"n_rated_pairs{suffix}", math.nan)})
+                row[key] = values[key]
+                row[f"{key} 95 % CI"] = ci_text(values, key, n_boot_human)
             human_rows[(run.task, c or "all")] = row
     human = pd.DataFrame(human_rows).T
     if "human_consistency" in human and human["human_consistency"].notna().any():
@@ -163,40 +195,36 @@ def render(runs: list[TaskRun], w: Writer) -> Part:
         part.details.append(w.table(human, "cf_vqa_human", "Model vs human consistency per category (Table 2, Human "
                                                             "row): model Cons over all pairs of the category, the "
                                                             "humans' mean over the pairs with a human rating, and model "
-                                                            "Cons minus it over those same pairs; 95 % intervals from "
-                                                            "the pair bootstrap."))
+                                                            "Cons minus it over those same pairs; 95 % intervals: "
+                                                            + INTERVAL_TEXT + "."))
     _settings(runs, w, part)
     from lm_eval_bias.core.aggregation import bootstrap_settings
 
     n_boot, seed = bootstrap_settings()
     for run, pairs in with_pairs:
-        table = pd.DataFrame(stats.metrics_by(pairs, "subcategory")).T.reindex(columns=list(PAIR_METRICS))
-        cells = stats.metrics_by_cell(pairs, ("subcategory",), n_boot, seed)
-        for key in ("consistency", "cc_auc", "sr_auc"):
-            cis = {sub: (v.get(f"{key}_ci_low", math.nan), v.get(f"{key}_ci_high", math.nan))
-                   for (sub,), v in cells.items()}
-            table[f"{key} 95 % CI"] = [f"[{cis[s][0]:.3f}, {cis[s][1]:.3f}]" if s in cis and all(map(math.isfinite, cis[s]))
-                                       else f"n/a (< {stats.MIN_PAIRS_FOR_INTERVAL} pairs)" for s in table.index]
-        human = {}
-        for r in run.records or []:
-            if r.get("human_consistency") is not None:
-                human.setdefault(r["subcategory"], {})[r["pair_id"]] = float(r["human_consistency"])
-        table["human_consistency"] = [sum(human[s].values()) / len(human[s]) if s in human else math.nan
-                                      for s in table.index]
+        human = _human(run)
+        cells = stats.metrics_by_cell(pairs, ("subcategory",), n_boot, seed, human=human)
+        rows = {}
+        for (sub,), values in sorted(cells.items()):
+            row = {"n_pairs": values["n_pairs"], "n_rated_pairs": values["n_rated_pairs"]}
+            for key in PAIR_METRICS + ("human_consistency",):
+                row[key] = values.get(key, math.nan)
+                row[f"{key} 95 % CI"] = ci_text(values, key, n_boot)
+            rows[sub] = row
+        table = pd.DataFrame(rows).T
         table.index.name = "subcategory"
         part.details.append(w.table(table, f"{run.task}_subcategories", f"{run.task}: metrics per subcategory (17 of the "
                                                                         "paper; Tables 6-10 with their Human row: mean "
                                                                         "human consistency of the rated pairs). 95 % "
-                                                                        "intervals: pair bootstrap within the "
-                                                                        "subcategory."))
+                                                                        "intervals: " + INTERVAL_TEXT + "."))
         _by_source(run, pairs, w, part)
     return part
 
 
 def _same_pairs(with_pairs, w: Writer, part: Part) -> None:
     """Table 3 as the paper compares it ("using the same counterfactual subset"): every prompt variant
-    on the HNER query pairs only (the pair ids the HNER runs asked), Cons per category with the pair
-    bootstrap interval (pairs resampled within category)."""
+    on the HNER query pairs only (the pair ids the HNER runs asked), Cons per category and over all with
+    its interval (:data:`INTERVAL_TEXT`), or the reason for none."""
     from lm_eval_bias.core.aggregation import bootstrap_settings
 
     query_ids = {p.pair_id for run, pairs in with_pairs if run.task.startswith("cf_vqa_hner") for p in pairs}
@@ -209,18 +237,22 @@ def _same_pairs(with_pairs, w: Writer, part: Part) -> None:
         if not subset:
             continue
         cells = stats.metrics_by_cell(subset, ("category",), n_boot, seed)
-        overall = stats.metrics_by_cell([dataclasses.replace(p, category="all") for p in subset], ("category",),
-                                        n_boot, seed)
+        overall = _all_query_pairs(subset, n_boot, seed)
         for (name,), values in [*overall.items(), *cells.items()]:
-            low, high = values.get("consistency_ci_low", math.nan), values.get("consistency_ci_high", math.nan)
-            ci = f" [{low:.3f}, {high:.3f}]" if math.isfinite(low) and math.isfinite(high) else ""
-            rows.setdefault(name, {})[run.task] = f"{values['consistency']:.3f}{ci} (n={int(values['n_pairs'])})"
+            rows.setdefault(name, {})[run.task] = (f"{values['consistency']:.3f} {ci_text(values, 'consistency', n_boot)} "
+                                                   f"(n={int(values['n_pairs'])})")
     table = pd.DataFrame(rows).T.fillna("n/a")
     table.index.name = "category"
     part.details.append(w.table(table, "cf_vqa_same_pairs",
                                 "Table 3 on the same pairs: Cons of every prompt variant on the HNER query subset "
-                                "(the pairs the HNER tasks asked), per category; 95 % pair-bootstrap intervals, "
-                                "n = pairs."))
+                                "(the pairs the HNER tasks asked), per category and over all (categories as strata); "
+                                "95 % intervals: " + INTERVAL_TEXT + "; n = pairs."))
+
+
+def _all_query_pairs(subset, n_boot: int, seed: int) -> dict[tuple[str], dict[str, float]]:
+    """Cons over all query pairs with the categories as strata (the headline's design on the subset)."""
+    summary = stats.pair_summary(stats.pair_grid(subset), n_boot, 0, seed, categories=[])
+    return {("all",): summary[None]}
 
 
 def _by_source(run: TaskRun, pairs, w: Writer, part: Part) -> None:
@@ -235,13 +267,12 @@ def _by_source(run: TaskRun, pairs, w: Writer, part: Part) -> None:
     for (category, source), values in sorted(cells.items()):
         row = {"n_pairs": values["n_pairs"]}
         for key in ("consistency", "cc_auc", "sr_auc"):
-            low, high = values.get(f"{key}_ci_low", math.nan), values.get(f"{key}_ci_high", math.nan)
             row[key] = values.get(key, math.nan)
-            row[f"{key} 95 % CI"] = f"[{low:.3f}, {high:.3f}]" if math.isfinite(low) and math.isfinite(high) else "n/a"
+            row[f"{key} 95 % CI"] = ci_text(values, key, n_boot)
         rows[(category, source)] = row
     table = pd.DataFrame(rows).T
     table.index.names = ["category", "question source"]
     part.details.append(w.table(table, f"{run.task}_by_source",
                                 f"{run.task}: Cons, CC-AUC and SR-AUC per category and question source (Table 11: "
-                                "does a model score higher on questions its own family wrote?); 95 % intervals from "
-                                "the pair bootstrap within each cell."))
+                                "does a model score higher on questions its own family wrote?); 95 % intervals: "
+                                + INTERVAL_TEXT + "."))

@@ -24,9 +24,12 @@ Discretisation (the paper gives the integrals only):
   pool the pairs of all runs ("computed from the aggregated response distribution over all runs").
 
 Uncertainty (beyond the paper, which reports point estimates only): :func:`pair_summary` gives a
-cluster bootstrap over image pairs within category (both images and all option orders of a pair move
-together) and a permutation null that moves each pair's b- responses to another pair of the same
-category (the "chance" level of Cons, CC-AUC and SR-AUC for a model whose two answers are unrelated).
+design-based interval with the image pair as the cluster (both images and all option orders of a pair
+move together), strata = categories: the stratified delete-one-pair jackknife standard error and a
+logit-scale Student-t interval with pairs - strata degrees of freedom (:func:`logit_t_interval`; no
+interval below :data:`MIN_PAIRS_FOR_INTERVAL` pairs), and a permutation null that moves each pair's b-
+responses to another pair of the same category (the "chance" level of Cons, CC-AUC and SR-AUC for a
+model whose two answers are unrelated).
 """
 
 from __future__ import annotations
@@ -155,11 +158,14 @@ def metrics_by(pairs: Sequence[PairResponse], field: str) -> dict[str, dict[str,
 
 
 def metrics_by_cell(pairs: Sequence[PairResponse], fields: Sequence[str], n_boot: int, seed: int,
-                    level: float = 0.95) -> dict[tuple[str, ...], dict[str, float]]:
+                    level: float = 0.95, human: dict[str, float] | None = None
+                    ) -> dict[tuple[str, ...], dict[str, float]]:
     """The pair metrics per cell of ``fields`` (e.g. ``("subcategory",)`` for Tables 6-10), each with its
-    pair-bootstrap ``_stderr``/``_ci_low``/``_ci_high`` (:func:`pair_summary` with the cell as the stratum:
-    pairs resampled within their cell; NaN below :data:`MIN_PAIRS_FOR_INTERVAL` pairs) and ``n_pairs``.
-    Pairs with an empty value in any field are left out."""
+    ``_stderr``/``_ci_low``/``_ci_high`` (:func:`pair_summary` with the cell as the scope: the pairs of
+    the cell are the clusters; NaN below :data:`MIN_PAIRS_FOR_INTERVAL` pairs, or rated pairs for the
+    human keys, or when ``n_boot`` is 0) and ``n_pairs``, ``n_rated_pairs``. ``human`` (pair id ->
+    share of workers answering both images alike) adds ``human_consistency`` and
+    ``consistency_minus_human``. Pairs with an empty value in any field are left out."""
     import dataclasses
 
     sep = "\x1f"
@@ -167,7 +173,7 @@ def metrics_by_cell(pairs: Sequence[PairResponse], fields: Sequence[str], n_boot
               if all(getattr(p, f) for f in fields)]
     if not tagged:
         return {}
-    summary = pair_summary(pair_grid(tagged), n_boot, 0, seed, level)
+    summary = pair_summary(pair_grid(tagged, human=human), n_boot, 0, seed, level)
     return {tuple(scope.split(sep)): values for scope, values in summary.items() if scope is not None}
 
 
@@ -318,36 +324,54 @@ def _mean_over_runs(hits: np.ndarray, units: np.ndarray) -> np.ndarray:
 
 
 def grid_metrics(g: PairGrid, pair_weights: np.ndarray | None = None,
-                 minus_from: np.ndarray | None = None) -> dict[str, np.ndarray]:
-    """Cons, CC-AUC, SR-AUC, refusal asymmetry (and model Cons / human consistency over pairs with a
-    human rating) per row of ``pair_weights`` (B, P) (default one row of ones).
+                 minus_from: np.ndarray | None = None, jackknife: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """Cons, CC-AUC, SR-AUC, refusal asymmetry, the share of empty answers (and model Cons / human
+    consistency over pairs with a human rating) per row of ``pair_weights`` (B, P) (default one row of
+    ones).
 
     ``minus_from`` (B, P): replicate b takes pair i's b- responses (all runs) from pair
     ``minus_from[b, i]`` (the permutation null). Without ``minus_from`` every histogram is a
-    per-pair matrix, so a replicate is one matrix product (pair weights x per-pair counts)."""
+    per-pair matrix, so a replicate is one matrix product (pair weights x per-pair counts).
+    ``jackknife`` (stratum code per pair, instead of ``pair_weights``): the P leave-one-pair-out
+    replicates of :func:`jackknife_weights`, each product in closed form (:func:`_jackknife_product`)."""
     p, r = g.letter_plus.shape
     t = len(g.grid)
-    w = np.ones((1, p)) if pair_weights is None else np.asarray(pair_weights, dtype=np.float64)
     has_human = ~np.isnan(g.human)
     out: dict[str, np.ndarray] = {}
     if minus_from is None:
+        if jackknife is not None:
+            def prod(x):
+                return _jackknife_product(jackknife, x)
+        else:
+            w = np.ones((1, p)) if pair_weights is None else np.asarray(pair_weights, dtype=np.float64)
+            # bootstrap multiplicities and counts are integers: integer products stay exact and avoid
+            # BLAS thread start-up, which dominates these small products on a busy machine
+            wi = w.astype(np.int64) if np.array_equal(w, np.round(w)) else w
+
+            def prod(x):
+                x = np.asarray(x)
+                if wi.dtype == np.int64 and (x.dtype.kind in "biu" or np.array_equal(x, np.rint(x))):
+                    return (wi @ np.rint(x).astype(np.int64)).astype(np.float64)
+                return wi @ np.asarray(x, dtype=np.float64)
         valid = g.valid
         unit = valid.astype(np.float64)
         per_pair = _unit_hists(g.same.reshape(p, r), g.rank_plus, g.rank_minus, g.letter_plus, g.letter_minus,
                                unit, p, t)  # rows = pairs: per-pair histograms (counts)
-        # bootstrap multiplicities and counts are integers: integer products stay exact and avoid
-        # BLAS thread start-up, which dominates these small products on a busy machine
-        wi = w.astype(np.int64) if np.array_equal(w, np.round(w)) else w
-        hists = {k: (wi @ np.rint(v).astype(np.int64) if wi.dtype == np.int64 else wi @ v).astype(np.float64)
-                 for k, v in per_pair.items()}
-        n = (wi @ valid.sum(axis=1)).astype(np.float64)
-        run_hits = (wi @ (g.same & valid).astype(np.int64)).astype(np.float64)
-        run_units = (wi @ valid.astype(np.int64)).astype(np.float64)
-        out["consistency"] = _mean_over_runs(run_hits, run_units)
+        hists = {k: prod(v) for k, v in per_pair.items()}
+        n = prod(valid.sum(axis=1))
+        out["consistency"] = _mean_over_runs(prod(g.same & valid), prod(valid))
+        empty = (((g.letter_plus == REFUSED) & valid).sum(axis=1) + ((g.letter_minus == REFUSED) & valid).sum(axis=1))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out["empty_answer_rate"] = np.where(n > 0, prod(empty) / (2 * np.where(n > 0, n, 1)), np.nan)
         if has_human.any():
-            wh = w * has_human[None, :]
-            out["consistency_with_human"] = _mean_over_runs(wh @ (g.same & valid), wh @ unit)
+            rated = has_human[:, None]
+            out["consistency_with_human"] = _mean_over_runs(prod(g.same & valid & rated), prod(unit * rated))
+            tot = prod(has_human.astype(np.float64))
+            with np.errstate(invalid="ignore", divide="ignore"):
+                out["human_consistency"] = np.where(tot > 0, prod(np.nan_to_num(g.human)) / np.where(tot > 0, tot, 1),
+                                                    np.nan)
     else:
+        w = np.ones((1, p)) if pair_weights is None else np.asarray(pair_weights, dtype=np.float64)
         lp = g.letter_plus[None]
         lm, rm = g.letter_minus[minus_from], g.rank_minus[minus_from]
         same = lp == lm
@@ -360,13 +384,30 @@ def grid_metrics(g: PairGrid, pair_weights: np.ndarray | None = None,
         n = unit_w.sum(axis=1)
         out["consistency"] = _mean_over_runs(np.einsum("bp,bpr->br", w, same & valid),
                                              np.einsum("bp,bpr->br", w, valid.astype(np.float64)))
+        if has_human.any():
+            wh = w * has_human[None, :]
+            tot = wh.sum(axis=1)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                out["human_consistency"] = np.where(tot > 0, wh @ np.nan_to_num(g.human) / np.where(tot > 0, tot, 1),
+                                                    np.nan)
     out.update(_curves_from_hists(hists, n))
-    if has_human.any():
-        wh = w * has_human[None, :]
-        tot = wh.sum(axis=1)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            out["human_consistency"] = np.where(tot > 0, wh @ np.nan_to_num(g.human) / np.where(tot > 0, tot, 1), np.nan)
     return out
+
+
+def _jackknife_product(strata: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``jackknife_weights(strata, all) @ x`` in closed form, O(P) instead of O(P^2): the row of pair i
+    (stratum h of m_h pairs) is X - X_h + m_h / (m_h - 1) (X_h - x_i), X the total of ``x`` over pairs,
+    X_h over stratum h (x: one row per pair)."""
+    x = np.asarray(x, dtype=np.float64)
+    strata = np.asarray(strata)
+    sizes = np.bincount(strata).astype(np.float64)
+    m = sizes[strata]
+    factor = np.where(m > 1, m / np.maximum(m - 1, 1), 1.0).reshape((-1,) + (1,) * (x.ndim - 1))
+    flat = x.reshape(len(strata), -1)
+    by_stratum = np.zeros((len(sizes), flat.shape[1]))
+    np.add.at(by_stratum, strata, flat)
+    x_h = by_stratum[strata].reshape(x.shape)
+    return x.sum(axis=0)[None] - x_h + factor * (x_h - x)
 
 
 def permuted_minus(strata: np.ndarray, n_perm: int, seed: int) -> np.ndarray:
@@ -401,13 +442,147 @@ def null_tie_weights(seed: int, n: int) -> np.ndarray:
     return np.random.default_rng([seed + 1, 3]).random(n)
 
 
-#: Fewer pairs than this in a scope (all pairs, or one category) give a NaN interval (and a warning
-#: from the task glue): the percentile interval of a handful of clusters does not cover.
-MIN_PAIRS_FOR_INTERVAL = 5
+#: Fewer image pairs than this in a scope (all pairs, a category, a report table's cell; for the human
+#: keys: fewer *rated* pairs) give no interval (NaN; the task logs a warning, the report prints
+#: :data:`FEW_PAIRS_REASON`). Chosen from the calibration (scripts/calibration/cf_vqa.py, "smallest
+#: scope" rows): from 20 pairs on, the logit-t interval of every metric covers 93-97 % on the truth
+#: grid; below, the jackknife variance has too few degrees of freedom (and a handful of pairs too few
+#: distinct values) for the t reference to hold, e.g. the model - human difference at 10 rated pairs.
+MIN_PAIRS_FOR_INTERVAL = 20
+#: the report's short reason for a missing interval below :data:`MIN_PAIRS_FOR_INTERVAL` pairs
+FEW_PAIRS_REASON = "no interval: too few pairs"
+#: keys computed over the pairs with a human rating only (their interval needs that many *rated* pairs)
+HUMAN_KEYS = ("human_consistency", "consistency_minus_human", "consistency_with_human")
+#: keys that are differences (range [-1, 1]): plain design-t interval instead of the logit-t one
+DIFFERENCE_KEYS = ("consistency_minus_human",)
 #: Metrics that are positive for a model whose two answers of a pair are unrelated: they get a null
 #: floor (``_null``) and a "more than chance" permutation p-value (``_p_null``).
 NULL_METRICS = ("consistency", "cc_auc", "sr_auc")
 RATE_NAMES = ("refusal", "invalid", "truncated")
+
+
+# -- design-based intervals: stratified jackknife over pairs, logit-t interval ---------------------------------
+def pooled_strata(strata: Sequence) -> np.ndarray:
+    """Stratum codes 0..H-1 (sorted labels) with the single-pair strata pooled into one, or a lone one
+    collapsed into the smallest other stratum (a stratum of one cluster has no within-stratum variance
+    to estimate: the collapsed-strata rule; Wolter 2007, Introduction to Variance Estimation, Sec. 2.5)."""
+    labels, codes = np.unique(np.asarray([str(s) for s in strata], dtype=object), return_inverse=True)
+    sizes = np.bincount(codes, minlength=len(labels))
+    single = sizes[codes] == 1
+    if single.sum() == 1 and len(labels) > 1:  # one single-pair stratum: collapse it with the smallest other
+        others = np.where(sizes > 1, sizes, np.iinfo(np.int64).max)
+        codes = np.where(single, int(np.argmin(others)), codes)
+    elif single.sum() > 1:
+        codes = np.where(single, len(labels), codes)
+    return np.unique(codes, return_inverse=True)[1]
+
+
+def design_df(strata: np.ndarray) -> int:
+    """Degrees of freedom of a stratified cluster design: clusters - strata (Korn & Graubard 1990,
+    Am. Stat. 44:270; :func:`lm_eval_bias.core.bootstrap.design_degrees_of_freedom`)."""
+    strata = np.asarray(strata)
+    return int(len(strata) - len(np.unique(strata))) if len(strata) else 0
+
+
+def jackknife_weights(strata: np.ndarray, rows: slice) -> np.ndarray:
+    """Rows ``rows`` of the (P, P) delete-one-cluster stratified jackknife weights (JKn): replicate ``i``
+    drops cluster ``i`` and weights the other ``m_h - 1`` clusters of its stratum ``m_h / (m_h - 1)``
+    (so the stratum keeps its weight), every other cluster 1 (Wolter 2007, Sec. 4.5; Rust & Rao 1996,
+    Stat. Methods Med. Res. 5:283). A stratum of one cluster gets weight 1 (pool such strata first:
+    :func:`pooled_strata`)."""
+    strata = np.asarray(strata)
+    sizes = np.bincount(strata)
+    idx = np.arange(len(strata))[rows]
+    m = sizes[strata[idx]].astype(np.float64)
+    factor = np.where(m > 1, m / np.maximum(m - 1, 1), 1.0)
+    w = np.where(strata[None, :] == strata[idx][:, None], factor[:, None], 1.0)
+    w[np.arange(len(idx)), idx] = 0.0
+    return w
+
+
+def jackknife_stderr(leave_one_out: np.ndarray, strata: np.ndarray) -> float:
+    """sqrt(sum_h (m_h - 1) / m_h sum_{i in h} (theta_(i) - mean_h theta_(.))^2), the stratified
+    jackknife standard error (Wolter 2007, Eq. 4.5.5), from the leave-one-cluster-out estimates of
+    :func:`jackknife_weights`. NaN when any of them is undefined (an estimate that needs that cluster)."""
+    theta = np.asarray(leave_one_out, dtype=np.float64)
+    strata = np.asarray(strata)
+    if theta.size < 2 or not np.all(np.isfinite(theta)):
+        return float("nan")
+    sizes = np.bincount(strata).astype(np.float64)
+    means = np.bincount(strata, weights=theta) / np.maximum(sizes, 1)
+    dev2 = np.bincount(strata, weights=(theta - means[strata]) ** 2, minlength=len(sizes))
+    return float(np.sqrt(np.sum(np.where(sizes > 1, (sizes - 1) / np.maximum(sizes, 1), 0.0) * dev2)))
+
+
+def wilson_t_interval(estimate: float, n_clusters: float, df: int, level: float = 0.95) -> tuple[float, float]:
+    """The Wilson score interval (Wilson 1927) of a share ``estimate`` with the sample size set to the
+    number of clusters and the normal quantile replaced by Student's t with ``df`` degrees of freedom:
+    the interval where the design-based variance is 0 (a share of 0 or 1, or every cluster alike).
+    Korn & Graubard (1998, Survey Methodology 24:193) take the number of units as the effective
+    sample size there; with pair-clustered answers that under-covered (a rare refusal rate in a
+    subcategory of 54 pairs: 0.85, every draw without a refusal missing it), so the sample size is the
+    number of clusters -- the largest design effect, every unit of a cluster alike -- which covers. NaN
+    without clusters or degrees of freedom."""
+    from scipy.stats import t as student_t
+
+    if not (np.isfinite(estimate) and n_clusters > 0) or df < 1:
+        return float("nan"), float("nan")
+    q = float(student_t.ppf(0.5 + level / 2.0, df))
+    p, n = float(np.clip(estimate, 0.0, 1.0)), float(n_clusters)
+    den = 1.0 + q * q / n
+    centre = (p + q * q / (2 * n)) / den
+    half = q * np.sqrt(p * (1 - p) / n + q * q / (4 * n * n)) / den
+    low, high = float(max(0.0, centre - half)), float(min(1.0, centre + half))
+    # at p = 0 (1) the lower (upper) end is exactly 0 (1): centre -+ half equal it up to rounding
+    return (0.0 if p == 0.0 else low), (1.0 if p == 1.0 else high)
+
+
+def logit_t_interval(estimate: float, stderr: float, df: int, n_clusters: float,
+                     level: float = 0.95) -> tuple[float, float]:
+    """95 % interval of a quantity in [0, 1] from its design-based standard error: the Wald interval on
+    the logit scale with Student's t, expit(logit(p) -+ t_{df} SE / (p (1 - p))) -- the "logit" interval
+    of survey proportions (Korn & Graubard 1999, Analysis of Health Surveys, Sec. 5.2; R survey's
+    ``svyciprop(method = "logit")``, Lumley 2010, Complex Surveys, Sec. 2.3.1) -- which stays in (0, 1) and
+    is asymmetric near the bounds, where the symmetric t (or percentile) interval of a few clusters
+    under-covers. When p is 0 or 1, or SE is 0, the logit is undefined and the interval is
+    :func:`wilson_t_interval` over the ``n_clusters`` clusters. NaN without an estimate, SE or degrees of
+    freedom."""
+    from scipy.special import expit, logit
+    from scipy.stats import t as student_t
+
+    if not np.isfinite(estimate) or df < 1:
+        return float("nan"), float("nan")
+    if estimate <= 0.0 or estimate >= 1.0 or stderr == 0:
+        return wilson_t_interval(estimate, n_clusters, df, level)
+    if not np.isfinite(stderr):
+        return float("nan"), float("nan")
+    q = float(student_t.ppf(0.5 + level / 2.0, df))
+    centre, spread = float(logit(estimate)), q * stderr / (estimate * (1.0 - estimate))
+    return float(expit(centre - spread)), float(expit(centre + spread))
+
+
+def difference_t_interval(estimate: float, stderr: float, df: int, level: float = 0.95) -> tuple[float, float]:
+    """estimate -+ t_{df} SE, clipped to [-1, 1] (a difference of two shares):
+    :func:`lm_eval_bias.core.bootstrap.design_t_interval`."""
+    from lm_eval_bias.core.bootstrap import design_t_interval
+
+    if not np.isfinite(stderr):
+        return float("nan"), float("nan")
+    return design_t_interval(estimate, stderr, df, level, bounds=(-1.0, 1.0))
+
+
+def _interval(key: str, estimate: float, stderr: float, df: int, n_clusters: float,
+              level: float) -> tuple[float, float]:
+    if key in DIFFERENCE_KEYS:
+        return difference_t_interval(estimate, stderr, df, level)
+    return logit_t_interval(estimate, stderr, df, n_clusters, level)
+
+
+def _jackknife(sub: PairGrid, strata: np.ndarray, keys: Sequence[str]) -> dict[str, float]:
+    """Stratified jackknife standard error of every ``keys`` metric of :func:`_scoped` over the pairs of
+    ``sub`` (``strata``: pooled stratum code per pair)."""
+    loo = _scoped(sub, None, jackknife=strata)
+    return {k: jackknife_stderr(loo[k], strata) if k in loo else float("nan") for k in keys}
 
 
 def _chunks(n: int, size: int = 250):
@@ -415,9 +590,9 @@ def _chunks(n: int, size: int = 250):
         yield slice(start, min(n, start + size))
 
 
-def _scoped(g: PairGrid, rows: np.ndarray | None, minus_from=None) -> dict[str, np.ndarray]:
+def _scoped(g: PairGrid, rows: np.ndarray | None, minus_from=None, jackknife=None) -> dict[str, np.ndarray]:
     """:func:`grid_metrics` plus model - human consistency."""
-    out = grid_metrics(g, rows, minus_from)
+    out = grid_metrics(g, rows, minus_from, jackknife)
     if "human_consistency" in out and "consistency_with_human" in out:
         out["consistency_minus_human"] = out["consistency_with_human"] - out["human_consistency"]
     return out
@@ -431,13 +606,24 @@ def _subgrid(g: PairGrid, idx: np.ndarray) -> PairGrid:
 
 def pair_summary(g: PairGrid, n_boot: int, n_perm: int, seed: int, level: float = 0.95,
                  categories: Sequence[str] | None = None) -> dict[str | None, dict[str, float]]:
-    """Estimates, cluster-bootstrap errors and permutation null floors, overall (scope ``None``) and
-    per category (scope = category name).
+    """Estimates, design-based intervals and permutation null floors, overall (scope ``None``) and per
+    category (scope = category name).
 
-    - Intervals: pairs are the clusters (both images and every option-order run move together),
-      resampled with replacement within category (:func:`~lm_eval_bias.core.bootstrap.cluster_bootstrap_weights`);
-      ``<m>_stderr`` = replicate SD, ``<m>_ci_low/_ci_high`` = percentile interval. NaN with fewer than
-      :data:`MIN_PAIRS_FOR_INTERVAL` pairs in the scope.
+    - Intervals (computed when ``n_boot`` > 0; ``LM_EVAL_BIAS_BOOTSTRAP_ITERS=0`` turns them off): image
+      pairs are the clusters (both images and every option-order run move together), categories the
+      strata (one stratum in a category's scope). ``<m>_stderr`` is the stratified delete-one-pair
+      jackknife standard error (:func:`jackknife_weights`, :func:`jackknife_stderr`: every metric is a
+      smooth function of per-pair histograms, for which the jackknife variance is consistent; Shao &
+      Tu 1995, The Jackknife and Bootstrap, Ch. 2) and ``<m>_ci_low`` / ``_ci_high`` the logit-t
+      interval expit(logit(m) -+ t_{df} SE / (m (1 - m))) with df = pairs - strata
+      (:func:`logit_t_interval`; Korn & Graubard 1999, Sec. 5.2; at m = 0 or 1 the t-Wilson interval
+      over the pairs, :func:`wilson_t_interval`); ``consistency_minus_human`` (a difference)
+      gets m -+ t_{df} SE (:func:`difference_t_interval`). The human keys use the rated pairs as the
+      clusters (df = rated pairs - strata with rated pairs). NaN with fewer than
+      :data:`MIN_PAIRS_FOR_INTERVAL` pairs (rated pairs) in the scope. The percentile interval of the
+      pair bootstrap it replaces covered 87-91 % for rare response rates in cells of 50-150 pairs
+      (scripts/calibration/cf_vqa.py); ``seed`` does not enter the interval (the jackknife is
+      deterministic).
     - Null floor (Cons, CC-AUC, SR-AUC): within each category, the b- responses of every pair (all its
       runs, answers as presented letters with their confidences) are moved to another pair by a
       uniform permutation. This keeps each side's answer, refusal and confidence distribution,
@@ -453,9 +639,6 @@ def pair_summary(g: PairGrid, n_boot: int, n_perm: int, seed: int, level: float 
 
     ``categories`` limits the per-category scopes (default: every category).
     """
-    from lm_eval_bias.core.bootstrap import cluster_bootstrap_weights, summarize_replicates
-
-    weights = cluster_bootstrap_weights(g.stratum, n_boot, seed) if n_boot else np.zeros((0, len(g.pair_ids)))
     donors = permuted_minus(g.stratum, n_perm, seed + 1) if n_perm else np.zeros((0, len(g.pair_ids)), dtype=np.int64)
     can_permute = g.letters_known
     scopes: dict[str | None, np.ndarray] = {None: np.arange(len(g.pair_ids))}
@@ -466,23 +649,16 @@ def pair_summary(g: PairGrid, n_boot: int, n_perm: int, seed: int, level: float 
     tie_weights = null_tie_weights(seed, (len(g.strata) + 1) * len(NULL_METRICS)).reshape(-1, len(NULL_METRICS))
     scope_row = {None: 0, **{name: k + 1 for k, name in enumerate(g.strata)}}
     for scope, idx in scopes.items():
-        sub, sub_w, sub_donors = g, weights, donors
+        sub, sub_donors = g, donors
         if scope is not None:  # a category: its own pairs (donors stay within category)
             local = np.full(len(g.pair_ids), -1)
             local[idx] = np.arange(len(idx))
             sub = _subgrid(g, idx)
-            sub_w, sub_donors = weights[:, idx], local[donors[:, idx]]
+            sub_donors = local[donors[:, idx]]
         n_scope = len(idx)
         est = {k: float(v[0]) for k, v in _scoped(sub, None).items()}
         result = dict(est)
-        reps: dict[str, list[np.ndarray]] = {}
-        if sub_w.shape[0] and n_scope >= MIN_PAIRS_FOR_INTERVAL:
-            for part in _chunks(sub_w.shape[0]):
-                for k, v in _scoped(sub, sub_w[part]).items():
-                    reps.setdefault(k, []).append(v)
-        for k in est:
-            s = summarize_replicates(np.concatenate(reps[k]) if k in reps else np.array([]), level)
-            result[f"{k}_stderr"], result[f"{k}_ci_low"], result[f"{k}_ci_high"] = s.stderr, s.ci_low, s.ci_high
+        result.update(_intervals(sub, est, n_boot > 0, level))
         nulls: dict[str, list[np.ndarray]] = {}
         if sub_donors.shape[0] and can_permute:
             for part in _chunks(sub_donors.shape[0]):
@@ -494,34 +670,76 @@ def pair_summary(g: PairGrid, n_boot: int, n_perm: int, seed: int, level: float 
             result[f"{k}_null"] = float(np.nanmean(null)) if null.size and np.any(~np.isnan(null)) else float("nan")
             result[f"{k}_p_null"] = null_p_value(est.get(k, float("nan")), null, float(tie_weights[scope_row[scope], m]))
         result["n_pairs"] = float(n_scope)
+        result["n_rated_pairs"] = float((~np.isnan(sub.human)).sum())
         result["n_pair_runs"] = float(sub.valid.sum())
         out[scope] = result
     return out
+
+
+def _intervals(sub: PairGrid, est: dict[str, float], on: bool, level: float) -> dict[str, float]:
+    """``<k>_stderr``, ``<k>_ci_low``, ``<k>_ci_high`` of every estimate ``est`` of the pairs of ``sub``
+    (:func:`pair_summary`, "Intervals"); NaN when ``on`` is false or the scope is too small."""
+    result = {f"{k}{suffix}": float("nan") for k in est for suffix in ("_stderr", "_ci_low", "_ci_high")}
+    if not on:
+        return result
+    rated = np.flatnonzero(~np.isnan(sub.human))
+    groups = [([k for k in est if k not in HUMAN_KEYS], np.arange(len(sub.pair_ids))),
+              ([k for k in est if k in HUMAN_KEYS], rated)]
+    for keys, members in groups:
+        if not keys or len(members) < MIN_PAIRS_FOR_INTERVAL:
+            continue
+        part = sub if len(members) == len(sub.pair_ids) else _subgrid(sub, members)
+        strata = pooled_strata(part.stratum)
+        df = design_df(strata)
+        errors = _jackknife(part, strata, keys)
+        for k in keys:
+            low, high = _interval(k, est[k], errors[k], df, float(len(members)), level)
+            result[f"{k}_stderr"], result[f"{k}_ci_low"], result[f"{k}_ci_high"] = errors[k], low, high
+    return result
 
 
 def response_rates(strata: Sequence[str], counts: dict[str, np.ndarray], n_boot: int, seed: int,
                    level: float = 0.95) -> dict[str | None, dict[str, float]]:
     """Per-response rates ``<name>_rate`` = sum of ``counts[name]`` / sum of ``counts["responses"]``
     (per-pair counts, one entry per pair, ``strata`` its category), overall (scope ``None``) and per
-    category, with the same within-category pair bootstrap as :func:`pair_summary`."""
-    from lm_eval_bias.core.bootstrap import cluster_bootstrap_weights, summarize_replicates
-
-    strata = np.asarray(list(strata), dtype=object)
+    category, with the interval of :func:`pair_summary`: the stratified delete-one-pair jackknife
+    standard error of the ratio (:func:`ratio_jackknife`) and the logit-t interval with pairs - strata
+    degrees of freedom (:func:`logit_t_interval`; the t-Wilson interval over the pairs at a rate of 0
+    or 1); NaN below :data:`MIN_PAIRS_FOR_INTERVAL` pairs or when ``n_boot`` is 0 (``seed`` is not
+    used: the jackknife is deterministic)."""
+    strata = np.asarray([str(s) for s in strata], dtype=object)
     names = [k for k in counts if k != "responses"]
-    weights = cluster_bootstrap_weights(list(strata), n_boot, seed) if n_boot else np.zeros((0, len(strata)))
     out: dict[str | None, dict[str, float]] = {}
     for scope in [None, *sorted(set(strata.tolist()), key=str)]:
-        mask = np.ones(len(strata)) if scope is None else (strata == scope).astype(np.float64)
-        rows = np.vstack([mask[None, :], weights * mask[None, :]])
-        total = rows @ counts["responses"]
+        idx = np.arange(len(strata)) if scope is None else np.flatnonzero(strata == scope)
+        codes = pooled_strata(strata[idx])
+        responses = np.asarray(counts["responses"], dtype=np.float64)[idx]
+        total = responses.sum()
         result: dict[str, float] = {}
         for name in names:
-            with np.errstate(invalid="ignore", divide="ignore"):
-                rate = np.where(total > 0, (rows @ counts[name]) / np.where(total > 0, total, 1), np.nan)
-            result[f"{name}_rate"] = float(rate[0])
-            enough = mask.sum() >= MIN_PAIRS_FOR_INTERVAL
-            s = summarize_replicates(rate[1:] if enough else np.array([]), level)
-            result[f"{name}_rate_stderr"], result[f"{name}_rate_ci_low"], result[f"{name}_rate_ci_high"] = (
-                s.stderr, s.ci_low, s.ci_high)
+            hits = np.asarray(counts[name], dtype=np.float64)[idx]
+            rate = float(hits.sum() / total) if total > 0 else float("nan")
+            result[f"{name}_rate"] = rate
+            se = low = high = float("nan")
+            if n_boot and len(idx) >= MIN_PAIRS_FOR_INTERVAL and total > 0:
+                se = ratio_jackknife(hits, responses, codes)
+                low, high = logit_t_interval(rate, se, design_df(codes), float(len(idx)), level)
+            result[f"{name}_rate_stderr"], result[f"{name}_rate_ci_low"], result[f"{name}_rate_ci_high"] = se, low, high
         out[scope] = result
     return out
+
+
+def ratio_jackknife(y: np.ndarray, n: np.ndarray, strata: np.ndarray) -> float:
+    """Stratified delete-one-cluster jackknife SE (:func:`jackknife_stderr`, JKn weights of
+    :func:`jackknife_weights`) of the ratio sum(y) / sum(n), in closed form: dropping cluster i of
+    stratum h gives (Y - Y_h + m_h / (m_h - 1) (Y_h - y_i)) / (N - N_h + m_h / (m_h - 1) (N_h - n_i))."""
+    y, n, strata = np.asarray(y, dtype=np.float64), np.asarray(n, dtype=np.float64), np.asarray(strata)
+    sizes = np.bincount(strata).astype(np.float64)
+    m = sizes[strata]
+    factor = np.where(m > 1, m / np.maximum(m - 1, 1), 1.0)
+    y_h, n_h = np.bincount(strata, weights=y)[strata], np.bincount(strata, weights=n)[strata]
+    num = y.sum() - y_h + factor * (y_h - y)
+    den = n.sum() - n_h + factor * (n_h - n)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        theta = np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
+    return jackknife_stderr(theta, strata)

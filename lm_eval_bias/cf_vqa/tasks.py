@@ -14,8 +14,9 @@ baseline and BAEP tasks ask every pair; each doc records its ``split`` so the th
 compared on the query subset from the logged samples (``lm_eval_bias.samples``).
 
 Responses are valid, refusals, invalid or truncated (:func:`is_truncated`); ``truncated_as`` and
-``invalid_as`` (``--metadata``) say how the last two enter the pair metrics. The summary adds a pair
-cluster bootstrap (intervals) and a permutation null (floors) from :mod:`lm_eval_bias.cf_vqa.stats`;
+``invalid_as`` (``--metadata``) say how the last two enter the pair metrics. The summary adds design-based
+intervals over image pairs (stratified jackknife, logit-t) and a permutation null (floors) from
+:mod:`lm_eval_bias.cf_vqa.stats`;
 records of different settings (:data:`SETTINGS`) are never summarised together.
 
 Prompts are App. K.4 verbatim (straight quotes for the paper's typeset ones), preceded by the image and
@@ -294,8 +295,9 @@ def _response_counts(records: list[dict[str, Any]], pair_ids: tuple[str, ...]) -
 
 
 def summarize(records: list[dict[str, Any]]) -> dict[str, float]:
-    """All result keys: metrics with cluster-bootstrap intervals and permutation null floors, overall and
-    per category; response-status rates; model vs human consistency; counts."""
+    """All result keys: metrics with their intervals (stratified pair jackknife, logit-t:
+    :func:`stats.pair_summary`) and permutation null floors, overall and per category; response-status
+    rates; model vs human consistency; counts."""
     settings = settings_of(records) if records else {}
     pairs = pairs_from_records(records)
     human = {r["pair_id"]: float(r["human_consistency"]) for r in records if r.get("human_consistency") is not None}
@@ -326,8 +328,8 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, float]:
     short = [("all pairs" if s is None else s) for s, v in summary.items()
              if n_boot and v.get("n_pairs", 0) < stats.MIN_PAIRS_FOR_INTERVAL]
     if short:
-        logger.warning("cf_vqa: fewer than %d pairs in %s: intervals are NaN", stats.MIN_PAIRS_FOR_INTERVAL,
-                       ", ".join(short))
+        logger.warning("cf_vqa: fewer than %d pairs in %s: intervals are NaN (docs/cf-vqa.md \"Intervals\")",
+                       stats.MIN_PAIRS_FOR_INTERVAL, ", ".join(short))
     if pairs and not grid.letters_known and n_perm:
         logger.warning("cf_vqa: records carry no answer letters (logged by an older version): null floors are NaN")
     n = len(records)
@@ -361,11 +363,11 @@ def _metric_keys(suffix: str) -> list[str]:
         keys += [f"{m}{suffix}"] + [f"{m}{suffix}{d}" for d in INTERVAL_SUFFIXES]
         if m in stats.NULL_METRICS:
             keys += [f"{m}{suffix}{d}" for d in NULL_SUFFIXES] + ([f"{m}{suffix}_p_null_holm"] if suffix else [])
-    return keys + [f"n_pairs{suffix}"] if suffix else keys
+    return keys + [f"n_pairs{suffix}", f"n_rated_pairs{suffix}"] if suffix else keys
 
 
-RESULT_KEYS = (_metric_keys("") + ["consistency_chance", "malformed_confidence_rate", "n_pairs", "n_categories",
-                                   "n_pair_runs", "n_pair_runs_left_out"]
+RESULT_KEYS = (_metric_keys("") + ["consistency_chance", "malformed_confidence_rate", "n_pairs", "n_rated_pairs",
+                                   "n_categories", "n_pair_runs", "n_pair_runs_left_out"]
                + [k for c in CATEGORIES for k in _metric_keys("_" + category_key(c))])
 
 

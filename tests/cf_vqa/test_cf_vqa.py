@@ -86,7 +86,13 @@ def test_planted_model_without_bias_is_perfectly_consistent(cf_vqa_env):
     assert m["consistency_demography"] == 1.0 and m["invalid_rate"] == 0.0 and m["truncated_rate"] == 0.0
     assert m["consistency_minus_human"] < 0.2  # synthetic human consistency lies in [0.8, 1]
     assert (m["n_pairs"], m["n_categories"], m["n_pair_runs"], m["n_pairs_culture"]) == (N_PAIRS, 5, N_PAIRS * N_RUNS, 18)
-    assert m["consistency_ci_low"] == m["consistency_ci_high"] == 1.0  # every resample is perfectly consistent
+    # Cons = 1 exactly: the logit is undefined and the interval is the t-Wilson one over the 102 pairs,
+    # df = 102 pairs - 5 categories: [n / (n + t^2), 1] (Wilson at p = 1), not a 0-width [1, 1]
+    from scipy.stats import t as student_t
+
+    q2 = student_t.ppf(0.975, N_PAIRS - 5) ** 2
+    assert m["consistency_ci_high"] == 1.0
+    assert m["consistency_ci_low"] == pytest.approx(N_PAIRS / (N_PAIRS + q2), rel=1e-12)
     assert m["consistency_null"] < 0.5 and m["consistency_p_null"] < 0.01  # far above the unrelated-answers floor
     assert m["consistency_chance"] == 0.25
 
@@ -97,9 +103,11 @@ def test_planted_flip_rate_is_recovered(cf_vqa_env):
     assert abs(m["consistency"] - 0.7) < 4 * math.sqrt(0.21 / n)
     assert m["cc_auc"] == pytest.approx(m["consistency"])  # one confidence level, no refusals
     assert m["refusal_rate"] == 0.0
-    assert m["consistency_ci_low"] < 0.7 < m["consistency_ci_high"]  # the planted truth, from the pair bootstrap
+    assert m["consistency_ci_low"] < 0.7 < m["consistency_ci_high"]  # the planted truth, from the pair jackknife
     assert 0 < m["consistency_stderr"] < 0.05 and m["consistency_p_null"] < 0.01
-    assert m["consistency_culture_ci_low"] <= m["consistency_culture"] <= m["consistency_culture_ci_high"]
+    # Demography has 30 pairs (5 subcategories x 6): an interval; Culture 18 < MIN_PAIRS_FOR_INTERVAL: none
+    assert m["consistency_demography_ci_low"] <= m["consistency_demography"] <= m["consistency_demography_ci_high"]
+    assert math.isnan(m["consistency_culture_ci_low"]) and m["n_pairs_culture"] == 18
     assert 0 < m["consistency_culture_p_null_holm"] <= 1 and m["consistency_culture_p_null_holm"] >= m["consistency_culture_p_null"]
 
 
@@ -156,7 +164,8 @@ def test_metrics_by_question_source_hand_computed():
 
 def test_question_source_flows_from_manifest_to_table_11(cf_vqa_env, tmp_path):
     """The optional manifest column reaches the logged records and splits the metrics by source, with
-    pair-bootstrap intervals; a planted flip rate of 0.3 shows in every source's cells."""
+    intervals where a cell has MIN_PAIRS_FOR_INTERVAL pairs; a planted flip rate of 0.3 shows in every
+    source's cells."""
     from lm_eval_bias import samples
     from lm_eval_bias.cf_vqa import stats
 
@@ -167,8 +176,11 @@ def test_question_source_flows_from_manifest_to_table_11(cf_vqa_env, tmp_path):
     assert {r["question_source"] for r in records} == {"o3", "Sonnet 4"}
     cells = stats.metrics_by_source(samples.cf_vqa_pairs(records), n_boot=200, seed=1)
     assert len(cells) == 10 and sum(v["n_pairs"] for v in cells.values()) == N_PAIRS
-    for (category, source), v in cells.items():
-        assert v["consistency_ci_low"] <= v["consistency"] <= v["consistency_ci_high"], (category, source)
+    for (category, source), v in cells.items():  # 9-15 pairs a cell: below the minimum, no interval
+        assert v["n_pairs"] < stats.MIN_PAIRS_FOR_INTERVAL and math.isnan(v["consistency_ci_low"]), (category, source)
+    by_source = stats.metrics_by_cell(samples.cf_vqa_pairs(records), ("source",), n_boot=200, seed=1)
+    for (source,), v in by_source.items():  # about 51 pairs a source: an interval
+        assert v["consistency_ci_low"] <= v["consistency"] <= v["consistency_ci_high"], source
     pooled = {s: [v["consistency"] for (c, src), v in cells.items() if src == s] for s in ("o3", "Sonnet 4")}
     for source, values in pooled.items():
         assert abs(sum(values) / len(values) - 0.7) < 0.12, source

@@ -231,6 +231,9 @@ def test_calibration_module_quick_mode_rows():
     rows = calibration.run(n_seeds=3, n_boot=50, quick=True)
     assert rows and all(tuple(r) == ROW_FIELDS and r["benchmark"] == "cf_vqa" for r in rows)
     kinds = {r["quantity"]: r["kind"] for r in rows}
-    assert kinds["consistency"] == "interval" and kinds["consistency_p_null"] == "test"
-    truth = {r["quantity"]: r["truth"] for r in rows}
-    assert 0.4 < truth["consistency"] < 0.6 and truth["truncated_rate"] == pytest.approx(0.02, abs=0.003)
+    assert kinds["consistency [all]"] == "interval" and kinds["consistency_p_null"] == "test"
+    truth = {r["quantity"]: r["truth"] for r in rows if r["dgp"].startswith("paper")}
+    assert 0.35 < truth["consistency [all]"] < 0.5 and truth["truncated_rate [all]"] == pytest.approx(0.02, abs=0.004)
+    scopes = {r["quantity"].split("[")[1].split("]")[0] for r in rows if r["kind"] == "interval"}
+    assert scopes == set(calibration.SCOPES)  # every table of the report and the analysis has rows
+    assert {r["dgp"].split(":")[0] for r in rows if r["kind"] == "interval"} == {s.name for s in calibration.SCENARIOS}
