@@ -65,7 +65,9 @@ ENTRIES: list[tuple[str, str, str, str]] = [
                                              "(WinRate, 0.5 = parity).", ""),
     ("reflect", "polarization", "Pol: mean over the 45 group-pair cells of |w_ij − 0.5| (0 = no preference, "
                                 "0.5 = every comparison one-sided; App. C.1).", ""),
-    ("reflect", "extreme_cell_rate", "Ext: share of group-pair cells with win rate below 0.1 or above 0.9.", ""),
+    ("reflect", "extreme_cell_rate", "Ext: share of group-pair cells with win rate below 0.1 or above 0.9. No interval "
+                                     "and no test: a step function of the cells (docs/reflect.md); read it against "
+                                     "its null floor.", ""),
     ("reflect", "n_defined_cells", "group-pair cells (of 45) with at least one retained comparison.", ""),
     ("reflect", "letter_mass", "mean probability the model puts on the allowed answer letters (scoring by "
                                "probability, beyond the paper).", ""),
@@ -183,10 +185,11 @@ SUFFIXES: dict[str, str] = {
                "(the same with or without --log_samples): REFLECT estimate - t_df x SE (df = templates - occupations), "
                "FACT-OR-FAIR's rates a stratified Wilson interval, Counterfactual VQA and VIGNETTE the 2.5 % percentile; "
                "for a magnitude that is positive "
-               "without bias (REFLECT Pol, Ext, JSD) the interval is for the parameter: test inversion over the "
-               "template bootstrap (Pol, JSD) or a simultaneous band of the cells (Ext), no test before it.",
+               "without bias (REFLECT Pol, JSD) the interval is for the parameter: test inversion over the "
+               "template bootstrap (Pol) or over a parametric bootstrap at the design's effective sample size (JSD), "
+               "no test before it; REFLECT Ext has none (a step function of the cells).",
     "_ci_high": "upper end of the 95 % interval of {m}, computed inside the task (REFLECT estimate + t_df x SE; "
-                "Counterfactual VQA and VIGNETTE the 97.5 % percentile of the cluster bootstrap; REFLECT Pol, Ext, JSD: "
+                "Counterfactual VQA and VIGNETTE the 97.5 % percentile of the cluster bootstrap; REFLECT Pol, JSD: "
                 "upper end of the interval for the parameter).",
     "_null": "null floor of {m}: its mean under a permutation null of the same design (group labels permuted "
              "within template / pair); the value {m} takes without any bias.",
