@@ -592,6 +592,69 @@ def run_mcq_logprob(n_seeds: int, n_boot: int, seed: int = 0) -> list[dict]:
     return rows
 
 
+#: App. C.8's pilot design: 6 occupations x 2 templates x 3 races x 3 presentations
+PILOT_RACES = ("Asian", "Black", "White")
+
+
+def _presentation_probs(rng, effects: dict[str, float], n_templates: int, shift: np.ndarray) -> np.ndarray:
+    """(templates, race, presentation, option) answer distributions of the pilot model: the MCQ base + the
+    occupation's shift + a presentation effect on the slope + a portrait effect (sd 0.5 per option logit)."""
+    from lm_eval_bias.reflect.schema import PRESENTATIONS
+
+    effect = np.asarray([effects.get(p, 0.0) for p in PRESENTATIONS])
+    logits = (MCQ_BASE[None, None, None, :] + shift[:, None, None, :] + effect[None, None, :, None] * MCQ_SLOPE
+              + rng.normal(0.0, 0.5, (n_templates, len(PILOT_RACES), len(PRESENTATIONS), 6)))
+    z = np.exp(logits - logits.max(axis=3, keepdims=True))
+    return z / z.sum(axis=3, keepdims=True)
+
+
+def run_presentation(n_seeds: int, n_boot: int, seed: int = 0) -> list[dict]:
+    """App. C.8 (androgynous pilot, :mod:`lm_eval_bias.reflect.presentation`): the design-t intervals of the
+    valid rate, mean answer and relative gaps between presentations at the pilot's 12 templates (6 df). The
+    JSDs between presentations have no interval (``presentation.JSD_NO_INTERVAL``)."""
+    from lm_eval_bias.reflect import presentation as pres
+    from lm_eval_bias.reflect.schema import PRESENTATIONS
+
+    occupations, per = DESIGNS[12]
+    options, values = mcq_stats.SALARY_OPTIONS, mcq_stats.SALARY_BIN_MIDPOINTS_USD
+    v = np.asarray([values[o] for o in options])
+    occ = {o: np.random.default_rng(zlib.crc32(o.encode())).normal(0.0, 0.3, 6) for o in OCCUPATIONS}
+    design = "App. C.8 pilot: 12 templates (6 occupations x 2) x 3 races x 3 presentations, 1 call per image"
+    keys = ("valid_rate_androgynous", "mean_answer_androgynous", "gap_man_vs_androgynous", "gap_woman_vs_androgynous")
+    rows = []
+    for dgp, effects in (("no presentation effect", {}),
+                         ("man +0.5, androgynous -0.5 on the slope toward higher bins", {"man": 0.5, "androgynous": -0.5})):
+        pop = _presentation_probs(np.random.default_rng(97), effects, 20_000,
+                                  np.stack([occ[occupations[t % len(occupations)]] for t in range(20_000)]))
+        mean = {p: float((pop[:, :, k] @ v).mean()) for k, p in enumerate(PRESENTATIONS)}
+        truth = {"valid_rate_androgynous": 1.0 - REFUSAL, "mean_answer_androgynous": mean["androgynous"],
+                 "gap_man_vs_androgynous": mean["man"] / mean["androgynous"] - 1.0,
+                 "gap_woman_vs_androgynous": mean["woman"] / mean["androgynous"] - 1.0}
+        if not effects:
+            truth.update({k: 0.0 for k in truth if k.startswith("gap_")})
+        est, cover = {k: [] for k in keys}, {k: [] for k in keys}
+        for s in range(seed, seed + n_seeds):
+            rng = np.random.default_rng([s, 13, zlib.crc32(dgp.encode()) % 1000])
+            templates = _templates(per, occupations)
+            probs = _presentation_probs(rng, effects, len(templates), np.stack([occ[o] for o, _ in templates]))
+            records = []
+            for t, (occupation, template) in enumerate(templates):
+                for r, race in enumerate(PILOT_RACES):
+                    for k, p in enumerate(PRESENTATIONS):
+                        refused = rng.random() < REFUSAL
+                        records.append(pres.PresentationRecord(template, occupation, race, p, "refusal" if refused else "valid",
+                                                               None if refused else options[rng.choice(6, p=probs[t, r, k])]))
+            summary = pres.presentation_summary(records, options, values, n_boot=n_boot, seed=s, n_null=0)
+            for k in keys:
+                est[k].append(summary.estimates[k])
+                cover[k].append(_covers(summary.ci_low[k], summary.ci_high[k], truth[k]))
+        for k in keys:
+            rows.append(_row(k, "interval", design, f"{dgp}; portrait effect sd 0.5 per option logit, 5 % refusals", truth[k],
+                             est[k], cover[k], n_seeds, n_boot, seed,
+                             note="design-t interval: estimate ± t_df x template-bootstrap SE, df = 12 - 6"))
+    return rows
+
+
 def run_tables(n_seeds: int, n_boot: int, seed: int = 0, n_bios: int = 50) -> list[dict]:
     """The analysis tables' per-occupation intervals and the salary magnitudes (:mod:`lm_eval_bias.reflect.tables`):
     ``gap_male_<occupation>`` / ``gap_black_<occupation>`` (MCQ, design-t with the occupation's 7 df),
@@ -663,7 +726,7 @@ def run(n_seeds: int, n_boot: int, quick: bool) -> list[dict]:
                 + run_salary(n_seeds, n_boot, 4, 10, nulls=((0.01, 0.05),)))
     return (run_2afc(n_seeds, n_boot) + run_2afc_occupations(n_seeds, n_boot) + run_mcq(n_seeds, n_boot)
             + run_2afc_logprob(n_seeds, n_boot) + run_mcq_logprob(n_seeds, n_boot) + run_tables(n_seeds, n_boot)
-            + run_salary(n_seeds, n_boot, 8, 50, nulls=((0.0, 0.0), (0.03, 0.0), (0.01, 0.02), (0.01, 0.05)),
+            + run_presentation(n_seeds, n_boot) + run_salary(n_seeds, n_boot, 8, 50, nulls=((0.0, 0.0), (0.03, 0.0), (0.01, 0.02), (0.01, 0.05)),
                          paper_seeds=min(n_seeds, SALARY_PAPER_SEEDS)))
 
 
