@@ -655,6 +655,96 @@ def run_presentation(n_seeds: int, n_boot: int, seed: int = 0) -> list[dict]:
     return rows
 
 
+def run_compare(n_seeds: int, n_boot: int, seed: int = 0) -> list[dict]:
+    """``lm-eval-bias reflect-compare`` (:mod:`lm_eval_bias.reflect.tables`), the paired template bootstrap's
+    design-t intervals of the keys that are not plug-in magnitudes, at the paper's 48 templates. Framing
+    (Table 7): two framings of the same pairs and portraits, X with position bias 0.3, Y with 0.3 (same) or
+    0.8 and the gender effect halved (different): ``kept_x``, ``flip_rate``. Format (Table 10): the same
+    photos answered letter-only (L) and with an explanation (E: the same model, or its logits shifted by
+    0.3 x slope toward higher bins): ``agreement``, ``mean_option_diff``. Answers are independent given the
+    portrait; truths from 20,000 simulated templates (ratios of expectations, as the estimators)."""
+    from dataclasses import asdict
+
+    from lm_eval_bias.reflect import tables
+
+    occupations, per = DESIGNS[48]
+    rows = []
+    iu, ju = np.triu_indices(10, k=1)
+    base = 0.4 * BASE_2AFC
+    for dgp, pos_y, scale_y in (("framings alike (position bias 0.3 both)", POSITION_BIAS, 1.0),
+                                ("framing Y: position bias 0.8, group effects halved", 0.8, 0.5)):
+        pop = np.random.default_rng(95)
+        u = base[None] + pop.normal(0.0, 0.5, (20_000, 10))
+        uy = scale_y * base[None] + (u - base[None])
+        def won(v, pos):        # P(i retained as the winner of pair (i, j)), both calls valid
+            d = v[:, :, None] - v[:, None, :]
+            return (1 - REFUSAL) ** 2 * _logistic(d + pos) * (1.0 - _logistic(-d + pos))
+        wx, wy = won(u, POSITION_BIAS), won(uy, pos_y)
+        kept = (wx[:, iu, ju] + wx[:, ju, iu]).mean()
+        both = (wx[:, iu, ju] + wx[:, ju, iu]) * (wy[:, iu, ju] + wy[:, ju, iu])
+        flips = wx[:, iu, ju] * wy[:, ju, iu] + wx[:, ju, iu] * wy[:, iu, ju]
+        truth = {"kept_x": float(kept), "flip_rate": float(flips.sum() / both.sum())}
+        est, cover = {k: [] for k in truth}, {k: [] for k in truth}
+        for s in range(seed, seed + n_seeds):
+            rng = np.random.default_rng([s, 14, zlib.crc32(dgp.encode()) % 1000])
+            calls_x, calls_y = [], []
+            for occupation, template in _templates(per, occupations):
+                ux = base + rng.normal(0.0, 0.5, 10)
+                for calls, v, pos in ((calls_x, ux, POSITION_BIAS), (calls_y, scale_y * base + (ux - base), pos_y)):
+                    for a_idx, b_idx, order in ((iu, ju, "AB"), (ju, iu, "BA")):
+                        p_a = _logistic(v[a_idx] - v[b_idx] + pos)
+                        chose_a, refused = rng.random(p_a.size) < p_a, rng.random(p_a.size) < REFUSAL
+                        for k in range(p_a.size):
+                            pair = f"{min(a_idx[k], b_idx[k])}-{max(a_idx[k], b_idx[k])}"
+                            calls.append(twoafc_stats.TwoAFCCall(template, occupation, pair, order, int(a_idx[k]),
+                                                                 int(b_idx[k]), "refusal" if refused[k] else "valid",
+                                                                 None if refused[k] else ("A" if chose_a[k] else "B")))
+            summary = tables.framing_summary(calls_x, calls_y, n_boot, s)
+            for k in truth:
+                est[k].append(summary.estimates[k])
+                cover[k].append(_covers(summary.ci_low[k], summary.ci_high[k], truth[k]))
+        for k in truth:
+            rows.append(_row(k, "interval", "reflect-compare framing: 48 templates x 45 pairs x 2 orders, two framings",
+                             f"{dgp}; portrait effect sd 0.5 logit (shared), 5 % refusals", truth[k], est[k], cover[k],
+                             n_seeds, n_boot, seed, note="paired template bootstrap, design-t (df = 42)"))
+    options, values = mcq_stats.SALARY_OPTIONS, mcq_stats.SALARY_BIN_MIDPOINTS_USD
+    occ = {o: np.random.default_rng(zlib.crc32(o.encode())).normal(0.0, 0.3, 6) for o in OCCUPATIONS}
+    beta = 6.43 * MCQ_BASE_EFFECT
+    for dgp, shift_e in (("E answers like L", 0.0), ("E shifted by 0.3 x slope toward higher bins", 0.3)):
+        pop = np.random.default_rng(94)
+        probs_l = _mcq_probs(pop, beta, 0.5, 20_000, np.stack([occ[occupations[t % 6]] for t in range(20_000)]))
+        logits_e = np.log(probs_l) + shift_e * MCQ_SLOPE
+        probs_e = np.exp(logits_e) / np.exp(logits_e).sum(axis=2, keepdims=True)
+        index = np.arange(6)
+        truth = {"agreement": float((probs_l * probs_e).sum(axis=2).mean()),
+                 "mean_option_diff": float((probs_e @ index).mean() - (probs_l @ index).mean())}
+        est, cover = {k: [] for k in truth}, {k: [] for k in truth}
+        for s in range(seed, seed + n_seeds):
+            rng = np.random.default_rng([s, 15, zlib.crc32(dgp.encode()) % 1000])
+            templates = _templates(per, occupations)
+            pl = _mcq_probs(rng, beta, 0.5, len(templates), np.stack([occ[o] for o, _ in templates]))
+            le = np.log(pl) + shift_e * MCQ_SLOPE
+            pe = np.exp(le) / np.exp(le).sum(axis=2, keepdims=True)
+            records = {"l": [], "e": []}
+            for t, (occupation, template) in enumerate(templates):
+                for g in range(10):
+                    for name, p in (("l", pl), ("e", pe)):
+                        refused = rng.random() < REFUSAL
+                        records[name].append(asdict(mcq_stats.MCQRecord(
+                            template, occupation, g, "refusal" if refused else "valid",
+                            None if refused else options[rng.choice(6, p=p[t, g])])))
+            summary = tables.format_summary(records["l"], records["e"], options, values, n_boot, s)
+            for k in truth:
+                est[k].append(summary.estimates[k])
+                cover[k].append(_covers(summary.ci_low[k], summary.ci_high[k], truth[k]))
+        for k in truth:
+            rows.append(_row(k, "interval", "reflect-compare format: 48 templates x 10 photos, letter-only vs explained MCQ",
+                             f"{dgp}; MCQ model jsd_male .03, portrait effect sd 0.5 per option logit, 5 % refusals",
+                             truth[k], est[k], cover[k], n_seeds, n_boot, seed,
+                             note="paired template bootstrap, design-t (df = 42)"))
+    return rows
+
+
 def run_tables(n_seeds: int, n_boot: int, seed: int = 0, n_bios: int = 50) -> list[dict]:
     """The analysis tables' per-occupation intervals and the salary magnitudes (:mod:`lm_eval_bias.reflect.tables`):
     ``gap_male_<occupation>`` / ``gap_black_<occupation>`` (MCQ, design-t with the occupation's 7 df),
@@ -726,7 +816,7 @@ def run(n_seeds: int, n_boot: int, quick: bool) -> list[dict]:
                 + run_salary(n_seeds, n_boot, 4, 10, nulls=((0.01, 0.05),)))
     return (run_2afc(n_seeds, n_boot) + run_2afc_occupations(n_seeds, n_boot) + run_mcq(n_seeds, n_boot)
             + run_2afc_logprob(n_seeds, n_boot) + run_mcq_logprob(n_seeds, n_boot) + run_tables(n_seeds, n_boot)
-            + run_presentation(n_seeds, n_boot) + run_salary(n_seeds, n_boot, 8, 50, nulls=((0.0, 0.0), (0.03, 0.0), (0.01, 0.02), (0.01, 0.05)),
+            + run_presentation(n_seeds, n_boot) + run_compare(n_seeds, n_boot) + run_salary(n_seeds, n_boot, 8, 50, nulls=((0.0, 0.0), (0.03, 0.0), (0.01, 0.02), (0.01, 0.05)),
                          paper_seeds=min(n_seeds, SALARY_PAPER_SEEDS)))
 
 
