@@ -335,6 +335,63 @@ def write_docs(rows: list[dict], docs: Path = DOCS, figure_path: Path | None = F
         figure(rows, figure_path)
 
 
+#: benchmark pages that carry their own calibration table between ``<!-- BEGIN <benchmark>-calibration -->`` and
+#: ``<!-- END <benchmark>-calibration -->`` (rewritten by ``--write-docs`` from the same rows)
+PAGES = {"reflect": ROOT / "docs" / "reflect.md"}
+
+
+def _short_design(design: str) -> str:
+    return design.split(" x 45 pairs")[0].split(" x 10 photos")[0]
+
+
+def _split_dgp(dgp: str) -> str:
+    return dgp.split("; portrait effect")[0]
+
+
+def page_table(rows: list[dict], benchmark: str) -> str:
+    """One benchmark's rows as its page shows them (design, model, quantity, kind, role, truth, mean estimate,
+    coverage / rejection, MC SE, seeds, in band) and the list of its default rows outside their band with
+    their z."""
+    chosen = [r for r in rows if r["benchmark"] == benchmark and r["kind"] != "error"]
+    lines = ["| design | model | quantity | kind | role | truth | mean estimate | coverage / rejection | MC SE | seeds | "
+             "in band |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in chosen:
+        role = r.get("role", DEFAULT_ROLE)
+        rate = r["coverage"] if r["kind"] == "interval" else r["rejection_rate"] if r["kind"] == "test" else math.nan
+        cells = [_short_design(r["design"]), _split_dgp(r["dgp"]), f"`{r['quantity']}`", r["kind"], role,
+                 _number(r["truth"], 4), _number(r["mean_estimate"], 4),
+                 f"{100 * float(rate):.1f} %" if _finite(rate) else "—",
+                 f"{100 * float(r['mc_error']):.1f} %" if _finite(r.get("mc_error")) else "—", r["n_seeds"],
+                 _met(r["target_met"], role)]
+        lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    missed = outside_band(chosen)
+    held = sum(1 for r in chosen if held_to_target(r))
+    lines += ["", f"**Default rows outside their band ({len(missed)} of {held}; z = distance from the target in Monte "
+                  "Carlo SEs):**", ""]
+    for r in missed:
+        rate = r["coverage"] if r["kind"] == "interval" else r["rejection_rate"]
+        lines.append(f"- {_short_design(r['design'])}, {_split_dgp(r['dgp'])}: `{r['quantity']}` {r['kind']} "
+                     f"{100 * float(rate):.1f} % ({_deviation_text(r)})")
+    if not missed:
+        lines.append("- none")
+    return "\n".join(lines) + "\n"
+
+
+def write_pages(rows: list[dict], pages: dict[str, Path] = PAGES) -> list[Path]:
+    """Rewrite each benchmark page's table between its markers (pages without the markers are left alone)."""
+    written = []
+    for benchmark, page in pages.items():
+        begin, end = f"<!-- BEGIN {benchmark}-calibration -->", f"<!-- END {benchmark}-calibration -->"
+        text = page.read_text(encoding="utf-8")
+        if begin not in text or end not in text or not any(r["benchmark"] == benchmark for r in rows):
+            continue
+        head, rest = text.split(begin, 1)
+        _, tail = rest.split(end, 1)
+        page.write_text(head + begin + "\n" + page_table(rows, benchmark) + end + tail, encoding="utf-8")
+        written.append(page)
+    return written
+
+
 def save_json(rows_by_module: dict[str, list[dict]], path: Path, wall_times: dict[str, float], n_seeds: int,
               n_boot: int, quick: bool) -> list[Path]:
     """Save rows as JSON. ``path`` ending in ``.json``: one file with every row run; otherwise a folder
@@ -420,6 +477,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     if args.write_docs:
         command = "python scripts/calibrate_statistics.py " + " ".join(argv if argv is not None else sys.argv[1:])
         write_docs(rows, args.docs, args.figure, command.strip())
+        if args.docs == DOCS:  # the benchmark pages' own tables (docs/reflect.md), from the same rows
+            write_pages(rows)
     return rows
 
 

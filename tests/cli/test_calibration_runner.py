@@ -175,3 +175,27 @@ def test_per_module_json_and_assembly_from_json(modules_dir, tmp_path, capsys):
     one_file = tmp_path / "all.json"
     runner.main(["--seeds", "2", "--boot", "5", "--only", "fake", "--json", str(one_file), "--modules-dir", str(modules_dir)])
     assert len(json.loads(one_file.read_text())["rows"]) == 4
+
+
+def test_benchmark_page_table_between_its_markers(tmp_path):
+    def row(quantity, kind, coverage=math.nan, rejection=math.nan, role="default"):
+        return runner.normalise({"benchmark": "reflect", "quantity": quantity, "kind": kind,
+                                 "design": "48 templates (6 occupations x 8 photos) x 45 pairs x 2 orders",
+                                 "dgp": "no bias; portrait effect sd 0.5 logit", "truth": 0.5, "mean_estimate": 0.5,
+                                 "coverage": coverage, "rejection_rate": rejection, "n_seeds": 250, "n_boot": 100,
+                                 "seed": 0, "target_met": None, "note": "", "role": role})
+
+    rows = [row("male_win_rate", "interval", coverage=0.952), row("polarization", "interval", coverage=0.992),
+            row("p_male_win_rate", "test", rejection=0.048), row("any raw", "test", rejection=0.3, role="diagnostic")]
+    table = runner.page_table(rows, "reflect")
+    assert "| 48 templates (6 occupations x 8 photos) | no bias | `male_win_rate` | interval | default | 0.5000 | 0.5000 " \
+           "| 95.2 % | 1.4 % | 250 | yes |" in table
+    # one default row outside 93-97 % (99.2 %, z = (0.992 - 0.95) / 0.0138 = +3.0); the diagnostic is not counted
+    assert "**Default rows outside their band (1 of 3;" in table and "`polarization` interval 99.2 % (z = +3.0)" in table
+    page, other = tmp_path / "reflect.md", tmp_path / "other.md"
+    page.write_text("head\n<!-- BEGIN reflect-calibration -->\nold\n<!-- END reflect-calibration -->\ntail\n")
+    other.write_text("no markers\n")
+    assert runner.write_pages(rows, {"reflect": page, "vignette": other}) == [page]
+    text = page.read_text()
+    assert text.startswith("head\n<!-- BEGIN reflect-calibration -->\n| design |") and "old" not in text
+    assert text.endswith("<!-- END reflect-calibration -->\ntail\n") and other.read_text() == "no markers\n"
