@@ -334,6 +334,8 @@ def _paper_tables(runs: list[TaskRun], w: Writer, part: Part) -> None:
 
 
 def render(runs: list[TaskRun], w: Writer) -> Part:
+    from lm_eval_bias.fact_or_fair import stats
+
     part = Part()
     _headlines(runs, part)
     table = pd.DataFrame([{**{k: run.metrics.get(k, math.nan) for k in SCORES},
@@ -354,7 +356,9 @@ def render(runs: list[TaskRun], w: Writer) -> Part:
                                    "floor: what a perfectly fair model's plug-in scores at this run's design (read the "
                                    "plug-in against it, not against 1); `_debiased`, the score as the paper defines it "
                                    "(1 for a fair model), median-unbiased by test inversion, whose 95 % interval is the "
-                                   "key's `_ci_low` / `_ci_high`; "
+                                   "key's `_ci_low` / `_ci_high` (S_KLD and S_fair have neither below "
+                                   f"{stats.MIN_ANSWERS_PER_CELL} answers per statistic x side, i.e. on the objective "
+                                   "tasks: no interval holds its coverage there; the key tables say so); "
                                    "`s_fair_p_null`: one-sided p-value of 'less fair than chance'; `_authors`: the "
                                    "authors' S_KLD formula (the paper's Tables 5 and 7).",
                                    no_interval="Intervals of each score: the per-task key tables below."))

@@ -239,11 +239,20 @@ def run(args) -> int:
         cells = []
         for key in SCORE_KEYS:
             low, high = r.results.get(f"{key}_ci_low", math.nan), r.results.get(f"{key}_ci_high", math.nan)
-            ci = f" [{low:.4f}, {high:.4f}]" if math.isfinite(low) and math.isfinite(high) else ""
+            defined = r.results.get(f"{key}_debiased", math.nan)
+            if math.isfinite(low) and math.isfinite(high):
+                ci = (f" (as defined {defined:.4f} [{low:.4f}, {high:.4f}])" if math.isfinite(defined)
+                      else f" [{low:.4f}, {high:.4f}]")  # an interval is printed beside its own estimate only
+            elif fof.interval_withheld(key, r.results.get("n_valid", math.nan), r.results.get("n_cells", math.nan)):
+                ci = f" (no interval: < {fof.MIN_ANSWERS_PER_CELL} faces per cell)"
+            else:
+                ci = ""
             cells.append(f"{getattr(r.scores, key):.4f}{ci}")
         print(f"| {r.family} | {r.attribute} | {r.n_faces} | " + " | ".join(cells) + " |")
-    print("[…]: 95 % bootstrap intervals (faces resampled within statistic x side); null floors (a classifier-blind "
-          "fair generator) in --output")
+    print("Plug-in values (the paper's formulas on the faces); S_fact with its 95 % stratified Wilson interval [...]; "
+          "S_E, S_KLD, S_fair, d: the score as the paper defines it (median-unbiased) with its 95 % test-inversion "
+          f"interval, none for S_KLD / S_fair below {fof.MIN_ANSWERS_PER_CELL} faces per statistic x side "
+          "(docs/fact-or-fair.md); null floors (a classifier-blind fair generator) in --output")
     print(", ".join(f"{k}: {v}" for k, v in counts.items()) + f"; other_race: {getattr(args, 'other_race', 'drop')}")
     if args.output:
         payload = {"rows": [{"family": r.family, "attribute": r.attribute, "faces": r.n_faces, **r.scores.__dict__,

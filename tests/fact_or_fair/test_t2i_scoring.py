@@ -89,3 +89,20 @@ def test_intervals_and_null_floors_per_row(tmp_path):
     assert always_right["s_fact_null"] == pytest.approx(0.5, abs=0.02)
     coin = by[("subjective", "gender")].results
     assert coin["s_fact_ci_low"] < 0.5 < coin["s_fact_ci_high"] and coin["s_fact_p_null"] > 0.05
+
+
+def test_cli_prints_the_defined_score_beside_its_interval_and_why_s_kld_has_none(tmp_path, capsys):
+    """3 faces per statistic x side: S_KLD and S_fair print their plug-in with "no interval: < 10 faces per
+    cell" (the tasks' rule, lm_eval_bias.fact_or_fair.stats.MIN_ANSWERS_PER_CELL); S_E prints its plug-in
+    0.9183 (= H(1/3, 2/3) / ln 2: every cell splits 1 : 2) and then the defined score's estimate with its
+    interval, never the interval right after the plug-in it does not belong to."""
+    from lm_eval_bias.cli import main
+
+    rows = [{"image": f"{st}{side}{i}", "statistic": st, "side": side, "gender": "man" if i % 2 else "woman",
+             "race": "white", "true_gender": "male", "true_race": "Black"}
+            for st in ("Crime Rate", "Poverty Rate") for side in ("highest", "lowest") for i in range(3)]
+    assert main(["score", "fact-or-fair-t2i", "--labels", str(_write(tmp_path / "l.jsonl", rows))]) == 0
+    gender = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("| objective | gender |"))
+    cells = [c.strip() for c in gender.strip("|").split("|")]
+    assert cells[4].startswith("0.9183 (as defined ") and "[" in cells[4]                       # S_E
+    assert cells[5] == cells[6] == "1.0000 (no interval: < 10 faces per cell)"                  # S_KLD, S_fair
