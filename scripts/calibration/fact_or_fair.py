@@ -56,6 +56,13 @@ DGPS = {
 }
 
 
+def data_key(seed0: int, purpose: str, d_index: int, m_index: int) -> list[int]:
+    """SeedSequence entropy of a row's simulated data: [seed0, 1 (data) or 2 (test rows), design + 1, model + 1].
+    No entry is 0 (SeedSequence ignores trailing zero words: [seed0, 0, 0] would be the stream of the integer
+    seed0, which the method's own seeds may use), and the list form never equals an integer seed."""
+    return [seed0, {"data": 1, "tests": 2}[purpose], d_index + 1, m_index + 1]
+
+
 def _design(n_stats: int, scenarios: int, per_scenario: int, k: int, objective: bool):
     cells = 2 * n_stats
     truth = np.array([0 if c % 2 == 0 else 1 for c in range(cells)])
@@ -153,10 +160,11 @@ def run(n_seeds: int, n_boot: int, quick: bool, only: str | None = None, kinds: 
         for m_index, kind in enumerate(models):
             if kinds is not None and kind not in kinds:
                 continue
-            # data streams keyed by [seed0, design, model] (SeedSequence entropy lists), method seeds plain integers
+            # data streams keyed by [seed0, 1, design + 1, model + 1] (SeedSequence entropy lists; no trailing zero,
+            # which SeedSequence drops: [seed0, 0, 0] is the stream of seed0 itself), method seeds plain integers
             # spaced by 10 per seed and 100,000 per row: no data stream is ever one of the method's streams (the
             # earlier seed0 + 100 d + m data seeds coincided with method seeds seed0 + s of other seeds / rows)
-            rng = np.random.default_rng([seed0, d_index, m_index])
+            rng = np.random.default_rng(data_key(seed0, "data", d_index, m_index))
             method_seed = seed0 + 100_000 * (10 * d_index + m_index)
             probs = _model(rng, cells, scenarios, k, kind)
             truth = defined_scores(template, probs, per_scenario, objective)
@@ -194,7 +202,7 @@ def run(n_seeds: int, n_boot: int, quick: bool, only: str | None = None, kinds: 
                                         else math.nan)
             seconds = time.time() - started
             if kind == "fair":  # the tests: more seeds (cheap: no bootstrap), the task's own null draws
-                test_rng = np.random.default_rng([seed0, d_index, m_index, 1])
+                test_rng = np.random.default_rng(data_key(seed0, "tests", d_index, m_index))
                 for s in range(n_test_seeds):
                     counts = _draw(test_rng, probs, per_scenario, 1, match)[0]
                     res = fof.fact_or_fair_results(_table(template, counts), objective=objective,
@@ -262,7 +270,7 @@ def run_refusal_rates(n_seeds: int, quick: bool = False) -> list[dict]:
     for d_index, (design_name, (template, scenarios, per_scenario, objective)) in enumerate(designs.items()):
         k, cells = template.k, template.counts.shape[0]
         for m_index, (label, (a, b), invalid) in enumerate(REFUSAL_MODELS):
-            rng = np.random.default_rng([seed0, d_index, m_index])
+            rng = np.random.default_rng(data_key(seed0, "data", d_index, m_index))
             refuse = np.repeat(rng.beta(a, b, cells // 2), 2)
             truth = {"refusal_rate": float(refuse.mean()), "invalid_rate": float(invalid)}
             covered = {key: [] for key in truth}
@@ -319,7 +327,7 @@ def run_context_rates(n_seeds: int, quick: bool = False) -> list[dict]:
         table0 = fof.CellTable(template.statistics, template.sides, template.counts, template.truth, positive,
                                np.ones(cells, dtype=bool), template.pairs, k)
         for m_index, (label, effect) in enumerate(INGROUP_MODELS):
-            rng = np.random.default_rng([seed0, d_index, m_index])
+            rng = np.random.default_rng(data_key(seed0, "data", d_index, m_index))
             if effect is None:
                 named = np.full(cells, 1.0 / k)
             else:
