@@ -351,7 +351,7 @@ MCQ_BASE_EFFECT = group_effects(0.3, {"black": -0.3, "white": 0.2})
 JSD_GRID = (0.03, 0.06, 0.1)
 
 
-def run_mcq(n_seeds: int, n_boot: int, designs=(48, 12), seed: int = 0) -> list[dict]:
+def run_mcq(n_seeds: int, n_boot: int, designs=(48, 12, 6), seed: int = 0) -> list[dict]:
     rows = []
     args = (n_seeds, n_boot, seed)
     options, values = mcq_stats.SALARY_OPTIONS, mcq_stats.SALARY_BIN_MIDPOINTS_USD
