@@ -17,7 +17,7 @@ import numpy as np
 from lm_eval_bias.core.lazy_imports import scipy_stats as sps  # scipy.stats imported on first use, not at task load
 
 from lm_eval_bias.reflect.schema import GROUPS, RACES, REFERENCE_RACE
-from lm_eval_bias.core.bootstrap import (bootstrap_replicates, enough_templates_for_inversion, mean_abs_deviation_interval,
+from lm_eval_bias.core.bootstrap import (bootstrap_replicates,
                                           template_bootstrap, too_few_clusters)
 from lm_eval_bias.reflect.salary import occupation_gaps
 from lm_eval_bias.reflect.twoafc import TwoAFCCall, resolve_swaps
@@ -286,32 +286,19 @@ def salary_table_summary(records: Sequence[Mapping[str, Any]], n_boot: int, seed
     replicates = bootstrap_replicates(counts, strata, metrics, n_boot, seed)
     stderr, low, high = template_bootstrap(counts, strata, metrics, list(estimates), n_boot, seed, replicates=replicates,
                                            domains={name: occupations[j] for name, (j, _) in metric_keys.items()})
-    for key in SALARY_GAP_KEYS:  # the magnitudes' interval is for the parameter (issue 31), not the plug-in's spread
-        low[f"mean_abs_{key}"], high[f"mean_abs_{key}"] = mean_abs_interval(
-            [estimates[f"{key}_{o}"] for o in occupations], [replicates.get(f"{key}_{o}") for o in occupations]) \
-            if enough_templates_for_inversion(strata) else (float("nan"), float("nan"))
+    for key in SALARY_GAP_KEYS:  # MEAN_ABS_NO_INTERVAL: no interval of the biased plug-in, and none for the parameter
+        low[f"mean_abs_{key}"] = high[f"mean_abs_{key}"] = float("nan")
     null, p_null = within_unit_null(units, estimates, n_perm, seed)
     by_occupation = {o: {k: estimates[f"{k}_{o}"] for k in SALARY_GAP_KEYS} for o in occupations}
     return TableSummary(estimates, stderr, low, high, null, p_null, by_occupation=by_occupation)
 
 
-def mean_abs_interval(values: Sequence[float], replicates: Sequence[np.ndarray | None]) -> tuple[float, float]:
-    """95 % interval for the parameter of mean_o |Gap%_o| (``mean_abs_gap_pct_<x>``) over the occupations
-    with a finite gap: :func:`lm_eval_bias.core.bootstrap.mean_abs_deviation_interval` (test inversion with a
-    profiled configuration) on the per-occupation gaps and their template-bootstrap deviations, on a grid of
-    [0, max |gap| + 6 bootstrap SDs]. The percentile interval of the plug-in targets its expectation, which
-    exceeds the truth (an absolute value of noisy gaps). (NaN, NaN) without replicates."""
-    d = np.asarray(values, dtype=np.float64)
-    if any(r is None or np.asarray(r).size < 2 for r in replicates) or not np.isfinite(d).any():
-        return float("nan"), float("nan")
-    reps = np.stack([np.asarray(r, dtype=np.float64) for r in replicates], axis=1)    # (B, O)
-    keep = np.isfinite(d) & np.all(np.isfinite(reps), axis=0)
-    if not keep.any():
-        return float("nan"), float("nan")
-    d, reps = d[keep], reps[:, keep]
-    noise = reps - d[None, :]
-    bound = float(np.max(np.abs(d)) + 6.0 * np.max(noise.std(axis=0, ddof=1))) or 1e-9
-    return mean_abs_deviation_interval(d, noise, bound=bound)
+#: Why ``mean_abs_gap_pct_<x>`` (mean over the occupations of |Gap%_o|) has no interval (issue 31): the plug-in is
+#: positive without any gap, so a bootstrap interval of it targets its expectation, and the interval for the
+#: parameter by profiled test inversion (Pol's method on the six occupation gaps, each with its occupation's 7
+#: between-template df) covered 89-93 % in the calibration (250 seeds). Its null floor and p-value are reported.
+MEAN_ABS_NO_INTERVAL = ("no interval: mean |Gap%| over six occupations (a biased plug-in; the inversion on six "
+                        "gaps with 7 df each covered 89-93 %)")
 
 
 # -- comparisons between two runs ---------------------------------------------------------------------------
