@@ -21,7 +21,8 @@ vs androgynous, man vs woman.
 
 Uncertainty: the template-cluster bootstrap of :mod:`lm_eval_bias.core.bootstrap` (templates resampled
 within occupation, Rao-Wu rescaled; App. C.3): every statistic above is a function of per-template counts;
-design-t intervals for the rates, means and gaps; none for the JSDs (:data:`JSD_NO_INTERVAL`).
+design-t intervals for the means and gaps, the Wilson interval with the design's effective sample size for the
+valid rates (``core.bootstrap.effective_size_wilson_interval``); none for the JSDs (:data:`JSD_NO_INTERVAL`).
 Null floor of the JSD (positive without any effect): within each matched cell the two images' presentation
 labels are swapped with probability 1/2 (every call about an image moves with it), the exact null of
 "presentation does not matter" with template and race effects allowed; ``_null`` is the mean JSD under
@@ -233,8 +234,10 @@ def presentation_summary(records: Sequence[PresentationRecord], options: str, op
                                    {k: float("nan") for k in NULL_KEYS}, (), "no MCQ record")
     estimates = metric({k: v.sum(axis=0) for k, v in per_template.items()})
     replicates = bootstrap_replicates(per_template, strata, metric, n_boot, seed)
+    calls = {f"valid_rate_{p}": float(counts["n_calls"][..., k].sum()) for k, p in enumerate(PRESENTATIONS)}
     stderr, low, high = template_bootstrap(per_template, strata, metric, INTERVAL_KEYS, n_boot, seed, replicates=replicates,
-                                           bounds={k: (0.0, 1.0) for k in INTERVAL_KEYS if k.startswith(("valid_rate_", "jsd_"))})
+                                           bounds={k: (0.0, 1.0) for k in INTERVAL_KEYS if k.startswith(("valid_rate_", "jsd_"))},
+                                           trials={k: n for k, n in calls.items() if n > 0})
     for key in NULL_KEYS:  # JSD_NO_INTERVAL: the plug-in JSD's bootstrap interval targets its expectation
         low[key] = high[key] = float("nan")
     null, p_null = {}, {}

@@ -105,12 +105,15 @@ class TableSummary:
 
 
 def retention_summary(calls: Sequence[TwoAFCCall], n_boot: int, seed: int) -> TableSummary:
-    """Retention by race and by gender with template-cluster bootstrap intervals."""
+    """Retention by race and by gender with template-cluster bootstrap intervals (shares of the pairs involving
+    the value: the Wilson interval with the design's effective sample size)."""
     _, strata, counts = retention_counts(calls)
     estimates = retention_metrics({k: v.sum(axis=0) for k, v in counts.items()}) if strata else {
         k: float("nan") for k in RETENTION_KEYS}
+    pairs = np.asarray(counts["pairs"]).sum(axis=0) if strata else np.zeros((len(GROUPS), len(GROUPS)))
+    trials = {key: float(pairs[mask[:, None] | mask[None, :]].sum()) for key, mask in _MASKS.items()}
     stderr, low, high = template_bootstrap(counts, strata, retention_metrics, list(estimates), n_boot, seed,
-                                           bounds=(0.0, 1.0))
+                                           bounds=(0.0, 1.0), trials={k: n for k, n in trials.items() if n > 0})
     return TableSummary(estimates, stderr, low, high)
 
 

@@ -728,7 +728,7 @@ def summarize_2afc(records: list[dict[str, Any]]):
     return twoafc_stats.twoafc_summary(calls, n_boot=iters, seed=seed, n_null=perms)
 
 
-def _twoafc_headline_summary(table, metric_fn, n_boot: int, seed: int, n_null: int):
+def _twoafc_headline_summary(table, metric_fn, n_boot: int, seed: int, n_null: int, counted_rates: bool = True):
     """What :func:`lm_eval_bias.reflect.twoafc.twoafc_summary` computes for the 2AFC headline keys, with
     the same functions and seeds: ``twoafc``'s own ``_summarize_table`` run *without* permutations
     (estimates, the template-cluster bootstrap, the magnitudes' intervals, LOTO), then the one
@@ -741,7 +741,7 @@ def _twoafc_headline_summary(table, metric_fn, n_boot: int, seed: int, n_null: i
     headline key equals the full summary's."""
     from lm_eval_bias.core.bootstrap import permutation_null, permute_groups, within_template_permutations
 
-    summary = twoafc_stats._summarize_table(table, metric_fn, n_boot, seed, 0, seed)
+    summary = twoafc_stats._summarize_table(table, metric_fn, n_boot, seed, 0, seed, counted_rates=counted_rates)
     wins = np.asarray(table.counts["wins"], dtype=np.float64)
     T, G = wins.shape[0], wins.shape[1]
     null: dict[str, np.ndarray] = {}
@@ -750,6 +750,7 @@ def _twoafc_headline_summary(table, metric_fn, n_boot: int, seed: int, n_null: i
     for key in twoafc_stats.NULL_FLOOR_KEYS:
         res = permutation_null(summary.estimates[key], null.get(key, np.array([])))
         summary.derived[f"{key}_null"], summary.derived[f"{key}_p_null"] = res.null_mean, res.p_value
+    summary.derived["extreme_cell_rate_p_null"] = float("nan")  # twoafc.EXT_NO_TEST, as the full summary
     for key in list(summary.derived):  # computed without permutations: not this summary's numbers
         if key.startswith("p_"):
             del summary.derived[key]
@@ -780,7 +781,7 @@ def summarize_2afc_logprob_headline(records: list[dict[str, Any]]):
     perms, _ = null_settings()
     scores = [twoafc_stats.TwoAFCScore.from_dict(r) for r in records]
     table = twoafc_stats.twoafc_logprob_count_table(scores)
-    return _twoafc_headline_summary(table, twoafc_stats.twoafc_logprob_metrics, iters, seed, perms)
+    return _twoafc_headline_summary(table, twoafc_stats.twoafc_logprob_metrics, iters, seed, perms, counted_rates=False)
 
 
 def _mcq_variant(records: list[dict[str, Any]]) -> str:
@@ -819,7 +820,9 @@ def _mcq_headline_summary(templates, strata, counts, metric, n_boot: int, seed: 
     estimates = metric({k: v.sum(axis=0) for k, v in counts.items()})
     replicates = bootstrap_replicates(counts, strata, metric, n_boot, seed)
     stderr, ci_low, ci_high = template_bootstrap(counts, strata, metric, list(estimates), n_boot, seed, replicates=replicates,
-                                                 bounds=mcq_stats.interval_bounds(estimates))
+                                                 bounds=mcq_stats.interval_bounds(estimates),
+                                                 trials=mcq_stats.interval_trials(estimates,
+                                                                                  {k: v.sum(axis=0) for k, v in counts.items()}))
     derived = mcq_stats.mcq_inference(counts["answers"], estimates, replicates, strata, n_null, seed)
     for key in mcq_stats.JSD_KEYS:  # where the full summary keeps JSD's interval (NaN here: not computed)
         ci_low[key], ci_high[key] = derived.pop(f"{key}_ci_low", float("nan")), derived.pop(f"{key}_ci_high", float("nan"))
@@ -885,7 +888,8 @@ def summarize_salary_headline(records: list[dict[str, Any]]):
     templates, strata, _, counts = salary_stats.salary_count_table(parsed)
     estimates = salary_stats.salary_metrics({k: v.sum(axis=0) for k, v in counts.items()})
     stderr, ci_low, ci_high = template_bootstrap(counts, strata, salary_stats.salary_metrics, list(estimates), iters, seed,
-                                                 bounds=salary_stats.interval_bounds(estimates))
+                                                 bounds=salary_stats.interval_bounds(estimates),
+                                                 trials=salary_stats.interval_trials(estimates, counts))
     tests = {**salary_stats.portrait_permutation_tests(parsed, perms, seed),
              **{key: float("nan") for key in salary_stats.PAPER_TEST_KEYS}}
     return salary_stats.SalarySummary(estimates, stderr, ci_low, ci_high, tests, pd.DataFrame(), pd.DataFrame(),

@@ -475,17 +475,31 @@ class TwoAFCSummary(EstimatesWithErrors):
     derived: dict[str, float] = field(default_factory=dict)
 
 
+#: The 2AFC rates that are shares of counted trials, and the count each is a share of: their interval is the
+#: Wilson interval with the design's effective sample size (``core.bootstrap.effective_size_wilson_interval``).
+RATE_TRIALS: dict[str, str] = {"retained_rate": "n_pairs", "refusal_rate": "n_calls", "invalid_rate": "n_calls",
+                               "swap_inconsistent_rate": "n_pairs", "first_position_rate": "n_valid_calls"}
+
+
+def rate_trials(totals: Mapping[str, np.ndarray]) -> dict[str, float]:
+    """{rate key: trials} of :data:`RATE_TRIALS` from summed counts (the generated tasks; probability-scored
+    tasks have expected, not counted, shares)."""
+    return {key: float(np.sum(totals[count])) for key, count in RATE_TRIALS.items() if count in totals}
+
+
 def _proportion_bounds(estimates: Mapping[str, float]) -> dict[str, tuple[float, float]]:
     """[0, 1] for every rate of a 2AFC summary (the design-t interval is clipped to it); counts unbounded."""
     return {k: (0.0, 1.0) for k in estimates if not k.startswith("n_")}
 
 
-def _summarize_table(table: TwoAFCCountTable, metric_fn, n_boot: int, seed: int, n_null: int, null_seed: int | None) -> TwoAFCSummary:
+def _summarize_table(table: TwoAFCCountTable, metric_fn, n_boot: int, seed: int, n_null: int, null_seed: int | None,
+                     counted_rates: bool = True) -> TwoAFCSummary:
     totals = {k: v.sum(axis=0) for k, v in table.counts.items()}
     estimates = metric_fn(totals)
     replicates = bootstrap_replicates(table.counts, table.strata, metric_fn, n_boot, seed)
     stderr, ci_low, ci_high = template_bootstrap(table.counts, table.strata, metric_fn, list(estimates), n_boot, seed,
-                                                 replicates=replicates, bounds=_proportion_bounds(estimates))
+                                                 replicates=replicates, bounds=_proportion_bounds(estimates),
+                                                 trials=rate_trials(totals) if counted_rates else None)
     loto = template_loto(table.counts, metric_fn, estimates, LOTO_EFFECTS)
     derived = twoafc_inference(table.counts["wins"], estimates, replicates, table.strata, n_null,
                                seed if null_seed is None else null_seed,
@@ -709,4 +723,4 @@ def twoafc_logprob_summary(scores: Sequence[TwoAFCScore], n_boot: int = 1000, se
     errors/CIs, the 10x10 matrix of mean preferences (``win_matrix``; ``wins`` = expected wins), LOTO and
     the same null floors / win-rate tests / counts, computed on the expected wins."""
     return _summarize_table(twoafc_logprob_count_table(scores, n_groups), twoafc_logprob_metrics, n_boot, seed, n_null,
-                            null_seed)
+                            null_seed, counted_rates=False)

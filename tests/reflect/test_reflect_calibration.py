@@ -225,3 +225,39 @@ def test_salary_interaction_test_detects_a_planted_interaction_and_is_not_conser
     p = [salary.portrait_permutation_tests(sim.simulate_salary(np.random.default_rng([s, 9]), np.zeros(10), 0.01, 8, 20, 0.05),
                                            200, s)["p_race_x_gender"] for s in range(30)]
     assert 0.3 < float(np.mean(p)) < 0.7 and float(np.mean(np.asarray(p) > 0.9)) < 0.3
+
+
+def test_effective_size_wilson_interval_by_hand():
+    from scipy.stats import t as student_t
+    from statsmodels.stats.proportion import proportion_confint
+
+    # a binomial standard error gives n* = n: with a huge df (t = z) this is statsmodels' Wilson interval
+    p, n = 0.05, 400
+    se = math.sqrt(p * (1 - p) / n)
+    assert bootstrap.effective_size_wilson_interval(p, se, n, 10 ** 7) == pytest.approx(
+        proportion_confint(20, 400, method="wilson"), abs=1e-6)
+    # a design effect of 2 halves the effective size; 6 df take t_6 = 2.447 in place of z
+    z = student_t.ppf(0.975, 6)
+    n_star = p * (1 - p) / (2 * se ** 2)
+    centre = (p + z * z / (2 * n_star)) / (1 + z * z / n_star)
+    half = z * math.sqrt(p * (1 - p) / n_star + z * z / (4 * n_star ** 2)) / (1 + z * z / n_star)
+    assert bootstrap.effective_size_wilson_interval(p, math.sqrt(2) * se, n, 6) == pytest.approx(
+        (centre - half, centre + half))
+    # no refusal seen (p = 0, SE 0): the binomial's width with all 108 calls, never [0, 0]
+    low, high = bootstrap.effective_size_wilson_interval(0.0, 0.0, 108, 6)
+    assert low == pytest.approx(0.0, abs=1e-12) and high == pytest.approx(z * z / 108 / (1 + z * z / 108))
+    assert all(math.isnan(x) for x in bootstrap.effective_size_wilson_interval(0.1, 0.01, 100, 0))
+
+
+def test_call_rates_get_the_effective_size_wilson_interval():
+    s = twoafc.twoafc_summary(sim.simulate_2afc(np.random.default_rng(8), np.zeros(10), 0.5, 2), n_boot=200, seed=3,
+                              n_null=0)
+    totals = {k: v.sum(axis=0) for k, v in twoafc.twoafc_count_table(
+        sim.simulate_2afc(np.random.default_rng(8), np.zeros(10), 0.5, 2)).counts.items()}
+    df = 12 - 6
+    for key, count in twoafc.RATE_TRIALS.items():
+        expected = bootstrap.effective_size_wilson_interval(s.estimates[key], s.stderr[key], float(totals[count].sum()), df)
+        assert (s.ci_low[key], s.ci_high[key]) == pytest.approx(expected), key
+    # a win rate keeps the design-t interval
+    assert (s.ci_low["male_win_rate"], s.ci_high["male_win_rate"]) == pytest.approx(
+        bootstrap.design_t_interval(s.estimates["male_win_rate"], s.stderr["male_win_rate"], df, bounds=(0, 1)))
