@@ -421,7 +421,8 @@ def mean_abs_deviation_interval(deviations: np.ndarray, noise: np.ndarray, level
     (theta = 0, the boundary of the parameter space, when T is at most the ``level`` quantile of T*(0): no
     Pol lies below 0, so the whole error goes to the upper side -- the one-sided region at a boundary of
     Feldman & Cousins 1998, Phys. Rev. D 57:3873; the central region covered 98-99.6 % at a true Pol of 0),
-    and the interval is [min, max] of the accepted grid values (test inversion with a profiled
+    and the interval is [min, max] of the accepted grid values, each end refined on 10 points between it and
+    its rejected neighbour (test inversion with a profiled
     nuisance: Casella & Berger 2002, Sec. 9.2; the parametric bootstrap test of a non-smooth functional
     needs the profile because mean |mu| has no unbiased estimator and the plain bootstrap is
     inconsistent at mu = 0: Hirano & Porter 2012, Econometrica 80:1769). At theta = 0 both profiles are
@@ -438,41 +439,63 @@ def mean_abs_deviation_interval(deviations: np.ndarray, noise: np.ndarray, level
         return float("nan"), float("nan")
     d, e = d[keep], e[:, keep]
     stat = float(np.mean(np.abs(d)))
-    thetas = np.linspace(0.0, bound, grid_size)
     a = np.abs(d)
-    # soft-threshold profile: lambda by bisection for every theta below mean |d| at once
-    lo, hi = np.zeros(grid_size), np.full(grid_size, a.max())
-    for _ in range(50):
-        mid = (lo + hi) / 2.0
-        too_big = np.maximum(a[None, :] - mid[:, None], 0.0).mean(axis=1) > thetas
-        lo, hi = np.where(too_big, mid, lo), np.where(too_big, hi, mid)
-    soft = np.sign(d)[None, :] * np.maximum(a[None, :] - hi[:, None], 0.0)
-    scale_up = thetas >= stat
-    if stat > 0:
-        soft[scale_up] = d[None, :] * (thetas[scale_up] / stat)[:, None]
     sd = e.std(axis=0, ddof=1)
     kept = a > hard_threshold * sd
-    if kept.any():
-        base = np.where(kept, d, 0.0)
-        hard = base[None, :] * (thetas / np.mean(np.abs(base)))[:, None]
-    else:
-        hard = soft
-    soft[0] = hard[0] = 0.0
-    accepted = np.zeros(grid_size, dtype=bool)
-    closest = np.full(grid_size, np.inf)
-    for profile in (soft, hard):
-        for start in range(0, grid_size, 25):  # chunks keep the (chunk, B, K) intermediate small
-            mu = profile[start:start + 25]
-            draws = np.abs(np.clip(mu[:, None, :] + e[None, :, :], -bound, bound)).mean(axis=2)
-            central = _quantile_accept(stat, draws, level)
-            if start == 0:  # theta = 0 is the boundary (both profiles are mu = 0): one-sided region
-                central[0] = bool(stat - 1e-12 <= np.quantile(draws[0], level))
-            accepted[start:start + 25] |= central
-            closest[start:start + 25] = np.minimum(closest[start:start + 25], np.abs(np.median(draws, axis=1) - stat))
+    base = np.where(kept, d, 0.0)
+
+    def profiles(thetas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The soft- and hard-threshold configurations mu with mean |mu| = theta, one row per theta."""
+        # soft-threshold profile: lambda by bisection for every theta below mean |d| at once
+        lo, hi = np.zeros(thetas.size), np.full(thetas.size, a.max())
+        for _ in range(50):
+            mid = (lo + hi) / 2.0
+            too_big = np.maximum(a[None, :] - mid[:, None], 0.0).mean(axis=1) > thetas
+            lo, hi = np.where(too_big, mid, lo), np.where(too_big, hi, mid)
+        soft = np.sign(d)[None, :] * np.maximum(a[None, :] - hi[:, None], 0.0)
+        scale_up = thetas >= stat
+        if stat > 0:
+            soft[scale_up] = d[None, :] * (thetas[scale_up] / stat)[:, None]
+        hard = base[None, :] * (thetas / np.mean(np.abs(base)))[:, None] if kept.any() else soft
+        zero = thetas == 0
+        soft[zero], hard[zero] = 0.0, 0.0
+        return soft, hard
+
+    def accept(thetas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(accepted, |null median - T|) of each theta, over both profiles."""
+        accepted, closest = np.zeros(thetas.size, dtype=bool), np.full(thetas.size, np.inf)
+        for profile in profiles(thetas):
+            for start in range(0, thetas.size, 25):  # chunks keep the (chunk, B, K) intermediate small
+                mu, part = profile[start:start + 25], thetas[start:start + 25]
+                draws = np.abs(np.clip(mu[:, None, :] + e[None, :, :], -bound, bound)).mean(axis=2)
+                central = _quantile_accept(stat, draws, level)
+                # theta = 0 is the boundary (both profiles are mu = 0): one-sided region
+                boundary = part == 0
+                if boundary.any():
+                    central[boundary] = stat - 1e-12 <= np.quantile(draws[boundary], level, axis=1)
+                accepted[start:start + 25] |= central
+                closest[start:start + 25] = np.minimum(closest[start:start + 25],
+                                                       np.abs(np.median(draws, axis=1) - stat))
+        return accepted, closest
+
+    thetas = np.linspace(0.0, bound, grid_size)
+    accepted, closest = accept(thetas)
     if not accepted.any():
         t = float(thetas[int(np.argmin(closest))])
         return t, t
-    return float(thetas[accepted].min()), float(thetas[accepted].max())
+    # each end refined between its last kept and first rejected grid value (the grid step, bound / 200, is as
+    # large as the SD of Pol with probability-scored cells)
+    first, last = np.flatnonzero(accepted)[0], np.flatnonzero(accepted)[-1]
+    low, high = float(thetas[first]), float(thetas[last])
+    if first > 0:
+        fine = np.linspace(thetas[first - 1], thetas[first], 12)[1:-1]
+        kept_fine = accept(fine)[0]
+        low = float(fine[kept_fine].min()) if kept_fine.any() else low
+    if last < grid_size - 1:
+        fine = np.linspace(thetas[last], thetas[last + 1], 12)[1:-1]
+        kept_fine = accept(fine)[0]
+        high = float(fine[kept_fine].max()) if kept_fine.any() else high
+    return low, high
 
 
 # --------------------------------------------------------------------------------------------------
