@@ -91,6 +91,10 @@ REASONS = {
                                                 "any gap; the interval for the parameter by profiled test inversion "
                                                 "(six gaps with 7 between-template df each) covered 89-93 % in "
                                                 "simulation, so none is shown; read it against its null floor.",
+    "no interval: JSD of letter probabilities": "REFLECT's probability-scored JSD (focus_mcq_*_logprob) sums "
+                                                "letter-probability vectors, with no multinomial noise; the "
+                                                "parametric inversion of the generated tasks covered it 99-100 % "
+                                                "at clear effects, so none is shown; read it against its null floor.",
     "no interval: plug-in JSD of the presentation pilot": "App. C.8's JSD between two presentations is positive "
                                                           "without any effect; a bootstrap interval of it targets the "
                                                           "plug-in's expectation, and the pilot's 6 between-template "
@@ -287,6 +291,8 @@ def _designed_reason(run: TaskRun, key: str) -> str:
         return "no interval: mean |gap| over occupations"
     if base.startswith("jsd_") and "_vs_" in base:  # App. C.8 (reflect.presentation.JSD_NO_INTERVAL)
         return "no interval: plug-in JSD of the presentation pilot"
+    if base.startswith("jsd_") and run.family == "mcq_logprob":  # reflect.mcq.LOGPROB_JSD_NO_INTERVAL
+        return "no interval: JSD of letter probabilities"
     if base in STEP_FUNCTION_KEYS:
         return "no interval: step function of the cells"
     if base.startswith(INVERSION_KEYS):

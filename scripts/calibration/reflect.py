@@ -584,11 +584,11 @@ def run_mcq_logprob(n_seeds: int, n_boot: int, seed: int = 0) -> list[dict]:
                 est[k].append(summary.estimates[k])
                 cover[k].append(_covers(summary.ci_low[k], summary.ci_high[k], truth[k]))
         for k in keys:
-            note = ("parametric test inversion with the design's effective sample size (jsd_inversion_interval) on "
-                    "summed probabilities" if k.startswith("jsd") else
+            note = ("parametric test inversion on summed probabilities, NOT shown by the task "
+                    "(mcq.LOGPROB_JSD_NO_INTERVAL): this row is why" if k.startswith("jsd") else
                     "design-t interval: estimate ± t_df x template-bootstrap SE, df = templates - occupations")
             rows.append(_row(k, "interval", design_text, dgp_text, truth[k], est[k], cover[k], n_seeds, n_boot, seed,
-                             note=note))
+                             note=note, role="diagnostic" if k.startswith("jsd") else "default"))
     return rows
 
 
