@@ -15,6 +15,7 @@ from lm_eval_bias import samples
 from lm_eval_bias.report.render import DOUBLE, Part, Writer, bars, note
 from lm_eval_bias.report.runs import TaskRun
 from lm_eval_bias.vignette import paradigms as vp
+from lm_eval_bias.vignette.stats import FEW_PAIRS_REASON as FEW_PAIRS, MIN_PAIRS_FOR_INTERVAL as MIN_PAIRS
 
 #: Table 11's printed full / partial / all-different match rates (%), per (question_type, parameter)
 PAPER_TABLE_11: dict[tuple[str, str], tuple[str, int, int, int]] = {
@@ -97,7 +98,8 @@ def render_into(runs: list[TaskRun], w: Writer, part: Part) -> None:
                                     "pair, asked in the core wording and Table 11's two variants) full match = all "
                                     "three answers equal, partial = exactly two, all different = three distinct "
                                     "(a refusal or invalid answer counts as an answer of its own); percent of items, "
-                                    "95 % intervals with image pairs resampled within bias dimension; paper_*: the "
+                                    "95 % intervals: image pairs as clusters, strata = bias dimensions, stratified "
+                                    "jackknife, logit-t (none below " + str(MIN_PAIRS) + " pairs); paper_*: the "
                                     "values printed in Table 11 (LLaMA-3.2). With two options, all different needs a "
                                     "non-valid answer."))
     tables, terms = paradigm_tables(by_task)
@@ -117,27 +119,29 @@ def render_into(runs: list[TaskRun], w: Writer, part: Part) -> None:
                                 "perception = 100 − % chosen as 'facing difficulty' (identity-contrast pairs), "
                                 "stereotype = mean over SSCM dimensions of S_high − S_low, min-max scaled to 0-100 "
                                 "within the bias dimension, decision = % chosen; trend (the project's rule): "
-                                "consistent when perception and decision lie on the same side of 50. 95 % intervals: "
-                                "each task's image pairs resampled within dimension, normalisation recomputed."))
-    dims = vp.paradigm_score_intervals(tables, terms, vp.single_model_dimension_scores, n_boot, seed)
-    est = dims["estimate"]
+                                "consistent when perception and decision lie on the same side of 50. 95 % intervals "
+                                "of factuality, perception and decision: the identity's pooled share over the image "
+                                "pairs that show it (those pairs as clusters, jackknife, logit-t; none below "
+                                f"{MIN_PAIRS} pairs an identity — at the default budgets an identity is in 2-6 "
+                                "pairs, so none). Stereotype: " + vp.NORMALISED_NO_INTERVAL + ".",
+                                no_interval="Stereotype column: " + vp.NORMALISED_NO_INTERVAL + "; the others: "
+                                            f"{FEW_PAIRS} below {MIN_PAIRS} image pairs of the identity."))
+    est = vp.single_model_dimension_scores(vp.identity_scores_raw(tables, terms))
     if est.empty or all(math.isnan(v) for v in est.to_numpy().ravel()):
         return
-    part.details.append(w.table(_with_intervals(dims).reset_index(), "vignette_paradigm_scores_dimension",
+    part.details.append(w.table(est.reset_index(), "vignette_paradigm_scores_dimension",
                                 "Fig. 4: per bias dimension the median over its identities of each paradigm's raw "
                                 "score; perception 100 − median, stereotype min-max over the dimensions (one model "
                                 "here; the paper scales over models × dimensions: "
-                                "lm_eval_bias.vignette.paradigms.dimension_scores). 95 % pair-bootstrap "
-                                "intervals."))
+                                "lm_eval_bias.vignette.paradigms.dimension_scores).",
+                                no_interval=vp.MEDIAN_NO_INTERVAL[0].upper() + vp.MEDIAN_NO_INTERVAL[1:] + "."))
     groups = {p: {d.replace("_", " "): est.loc[d, p] for d in est.index} for p in est.columns}
-    errors = {p: {d.replace("_", " "): (dims["ci_low"].loc[d, p], dims["ci_high"].loc[d, p]) for d in est.index}
-              for p in est.columns}
-    fig = bars(groups, "Paradigm scores per dimension (Fig. 4)", "score (higher = better)", errors, width=DOUBLE,
+    fig = bars(groups, "Paradigm scores per dimension (Fig. 4)", "score (higher = better)", width=DOUBLE,
                height=2.6, ylim=(0, 100))
     part.details.append(w.figure(fig, "vignette_paradigm_scores_dimension",
                                  "Fig. 4 for this model: normalised paradigm score per bias dimension (authors' "
-                                 "correlate.py normalisation; higher = better); error bars: 95 % pair-bootstrap "
-                                 "intervals.", tasks=tasks, wide=True))
+                                 "correlate.py normalisation; higher = better). No error bars: "
+                                 + vp.MEDIAN_NO_INTERVAL + ".", tasks=tasks, wide=True))
 
 
 __all__ = ["PAPER_TABLE_11", "paradigm_tables", "render_into", "table_11"]

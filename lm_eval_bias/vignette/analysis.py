@@ -119,8 +119,8 @@ def _resampled(out: dict[str, float], design, metric, names: dict[str, str], nul
                null_design=None) -> None:
     """Estimate of every ``metric`` output, stored under ``names[output]``, with
 
-    - ``null=False`` (means: factuality accuracy): pair-bootstrap ``_stderr`` / ``_ci_low`` /
-      ``_ci_high``, percentile interval (docs/vignette.md "Intervals");
+    - ``null=False`` (means): pair-bootstrap ``_stderr`` / ``_ci_low`` / ``_ci_high``, percentile
+      interval -- no task key uses it any more (factuality accuracy: :func:`factuality_accuracy_keys`);
     - ``null=True`` (magnitudes: spreads, mean |polarity|): the within-pair swap floor ``_null`` and
       ``_p_null`` only -- no interval (:data:`MAGNITUDE_NO_INTERVAL`; the bootstrap is not run);
       ``_p_null`` breaks ties with the null draws at random (``ties="random"``: exact level for these
@@ -263,9 +263,28 @@ def _activity_contrast(out: dict[str, float], records: list[dict[str, Any]]) -> 
         _power(out, f"n_activities_significant_{parameter}", stats.identity_family_power(tests, ALPHA))
 
 
+def factuality_accuracy_keys(table) -> dict[str, float]:
+    """``factuality_accuracy`` (correct / validly answered factuality docs, ``table`` of
+    :func:`factuality_table`) with ``_stderr``, ``_ci_low``, ``_ci_high``: image pairs as clusters, strata
+    = bias dimensions, :func:`lm_eval_bias.vignette.stats.pair_clustered_rate_intervals` (stratified pair
+    jackknife, logit-t interval; the percentile interval of the pair bootstrap it replaces under-covered
+    accuracies near 1). The task's headline reads the same function."""
+    import numpy as np
+
+    from lm_eval_bias.core.aggregation import bootstrap_settings
+    from lm_eval_bias.vignette import stats
+
+    n_boot, seed = bootstrap_settings()
+    share = stats.pair_clustered_rate_intervals(table["pair_id"].tolist(), table["dimension"].tolist(),
+                                                np.asarray(table["correct"], dtype=float), n_boot, seed)
+    return {"factuality_accuracy": share["estimate"], "factuality_accuracy_stderr": share["stderr"],
+            "factuality_accuracy_ci_low": share["ci_low"], "factuality_accuracy_ci_high": share["ci_high"]}
+
+
 def rate_keys(records: list[dict[str, Any]]) -> dict[str, float]:
-    """``valid_rate``, ``refusal_rate``, ``invalid_rate``: shares of docs, with intervals of the bootstrap
-    over image pairs (all docs of a pair resampled together) within bias dimension."""
+    """``valid_rate``, ``refusal_rate``, ``invalid_rate``: shares of docs, each with the interval of
+    :func:`lm_eval_bias.vignette.stats.pair_clustered_rate_intervals` (image pairs as clusters, all docs
+    of a pair together, strata = bias dimensions: stratified pair jackknife, logit-t interval)."""
     import numpy as np
 
     from lm_eval_bias.core.aggregation import bootstrap_settings
@@ -310,8 +329,7 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, float]:
 
             _resampled(out, design, lambda r, o: stats.spread_by_stratum(
                 design, stats.identity_rates(design, r, o, pooled=True)), {d: f"accuracy_spread_{d}" for d in DIMENSIONS})
-            _resampled(out, design, lambda r, o: {"accuracy": r.sum(axis=1) / o.sum(axis=1)},
-                       {"accuracy": "factuality_accuracy"}, null=False)
+            out.update(factuality_accuracy_keys(table))
             from lm_eval_bias.vignette.paradigms import kruskal_result_keys
 
             out.update(kruskal_result_keys(table))  # the authors' Kruskal-Wallis (src/visualization/factuality.py)

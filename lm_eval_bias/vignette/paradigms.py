@@ -17,7 +17,8 @@ the authors' repository (chahatraj/Vignette, ``src/``) has no paraphrase script,
 the project's. With two options (perception, stereotype and decision questions) three valid answers
 can never all differ: "all different" needs a refusal or invalid answer there. Intervals: the image
 pair is the resampling unit (every item of a pair moves together), pairs resampled within bias
-dimension (:func:`lm_eval_bias.vignette.stats.pair_clustered_rate_intervals`, percentile interval).
+dimension (:func:`lm_eval_bias.vignette.stats.pair_clustered_rate_intervals`: stratified pair jackknife,
+logit-t interval).
 
 **Figs 3-5 (paradigm scores, "normalized and aggregated such that higher values indicate better
 performance").** The paper does not define the step; the authors' ``src/visualization/correlate.py``
@@ -52,11 +53,13 @@ inverted perception score and its decision score lie on the same side of 50 (the
 of a two-person choice: perceived as struggling less than its partners and chosen more, or both the
 opposite), *conflicting* when on opposite sides.
 
-Intervals (:func:`paradigm_score_intervals`): each paradigm's image pairs are resampled within bias
-dimension (Rao-Wu weights, independently per paradigm: the tasks ask different pairs; dimensions with
-a single pair resampled together), the raw scores recomputed and the normalisation applied again in
-every replicate (the min, max and median move with the data); percentile 95 % intervals; a paradigm
-with a single pair gets none (NaN).
+Intervals (:func:`paradigm_score_intervals`): the per-identity factuality, perception and decision
+scores are pooled shares over the pairs that show the identity, with the interval of every VIGNETTE
+share (pairs as clusters, stratified jackknife, logit-t; none below 10 pairs: at the default budgets an
+identity is in 2-6 pairs); the min-max-normalised stereotype score and the Fig. 4 medians have none
+(:data:`NORMALISED_NO_INTERVAL`, :data:`MEDIAN_NO_INTERVAL`: non-smooth functions of plug-ins without
+a stated parameter; their former percentile intervals of the pair bootstrap were not confidence
+intervals for anything).
 
 Kruskal-Wallis: the authors' ``src/visualization/factuality.py`` runs one per bias dimension over the
 descriptors' factuality answers (printed only; the paper reports none): :func:`factuality_kruskal_authors`,
@@ -313,49 +316,70 @@ def consistency(normalized: pd.DataFrame) -> pd.Series:
     return pd.Series(out, index=normalized.index, name="trend")
 
 
+#: Why the min-max-normalised stereotype score (Fig. 3, Fig. 5) has no interval (the report prints it)
+NORMALISED_NO_INTERVAL = (
+    "no interval for the min-max-normalised stereotype score: 100 (T - min T) / (max T - min T) pins the "
+    "dimension's lowest and highest identities at 0 and 100 whatever the data, and its value for every other "
+    "identity depends on which identities are the extremes -- a non-smooth function of noisy plug-ins whose "
+    "percentile bootstrap interval has no stated parameter to cover (a max - min of noisy values is biased "
+    "upward: docs/vignette.md \"Magnitudes\"); the raw score T(i) = S_high - S_low per SSCM dimension has its "
+    "calibrated cell interval in the polarity-tests table")
+#: Why the Fig. 4 dimension scores (medians over identities) have no interval
+MEDIAN_NO_INTERVAL = (
+    "no interval for a median over a dimension's identities of their noisy per-identity scores: the median of "
+    "plug-ins is not an estimate of the median of the identities' true scores (noise moves the middle order "
+    "statistics, by an amount that depends on the unknown spread of the truths), and the bootstrap percentile "
+    "interval of such an order statistic is not a valid confidence procedure; the per-identity scores carry "
+    "their own intervals (Figs 3 and 5)")
+
+
 def paradigm_score_intervals(tables: Mapping[str, pd.DataFrame], terms: Mapping[str, tuple[str, str]] | None,
                              transform: Callable[[pd.DataFrame], pd.DataFrame] = normalize_identity_scores,
                              n_boot: int = 1000, seed: int = 1234, level: float = 0.95) -> dict[str, pd.DataFrame]:
-    """``transform(raw)`` (default: the Fig. 3 normalisation) with pair-bootstrap intervals: each
-    paradigm's image pairs resampled within bias dimension (Rao-Wu weights, independent per paradigm),
-    raw scores and ``transform`` recomputed per replicate. Returns ``{"estimate", "stderr", "ci_low",
-    "ci_high"}`` frames shaped as the estimate (NaN without replicates)."""
-    from lm_eval_bias.core.bootstrap import rescaled_bootstrap_weights, too_few_clusters
+    """``transform(raw)`` (default: the Fig. 3 normalisation) with 95 % intervals where one exists:
+    ``{"estimate", "stderr", "ci_low", "ci_high"}`` frames shaped as the estimate.
+
+    - Per identity (``transform`` = :func:`normalize_identity_scores`), factuality F(i), perception
+      100 - P(i) and decision D(i): each is 100 x a pooled share over the image pairs that show the
+      identity (both people of a factuality pair credited), so its interval is the one of every
+      VIGNETTE share, :func:`lm_eval_bias.vignette.stats.clustered_share` -- those pairs as clusters
+      (an identity lies in one bias dimension), delete-one-pair jackknife SE, logit-t interval -- for the
+      parameter "the identity's share over this design's pairs" (perception: 100 minus the interval
+      of P, reversed). NaN below :data:`lm_eval_bias.vignette.stats.MIN_PAIRS_FOR_INTERVAL` pairs
+      (about 2-6 pairs an identity at the default budgets: no interval there) or when ``n_boot`` is 0.
+    - The min-max-normalised stereotype score: no interval (:data:`NORMALISED_NO_INTERVAL`).
+    - Any other ``transform`` (the Fig. 4 medians, :func:`single_model_dimension_scores`): no interval
+      (:data:`MEDIAN_NO_INTERVAL`).
+
+    The percentile intervals of the pair bootstrap with the normalisation recomputed per replicate,
+    which this replaces, had no stated parameter (a min-max or a median of plug-ins). ``seed`` is not
+    used (the jackknife is deterministic)."""
+    from lm_eval_bias.vignette.stats import clustered_share
 
     prepared = _prepare(tables, terms)
     raw = _raw_from(prepared)
     estimate = transform(raw[0]) if raw else pd.DataFrame()
     nan = estimate * np.nan
     out = {"estimate": estimate, "stderr": nan.copy(), "ci_low": nan.copy(), "ci_high": nan.copy()}
-    if not n_boot or not prepared:
+    if not n_boot or not prepared or transform is not normalize_identity_scores:
         return out
-    weights, frozen = {}, []
-    for k, (p, pooled) in enumerate(prepared.items()):
-        strata = list(pooled.strata)
-        sizes = pd.Series(strata).value_counts()
-        # dimensions with a single pair are resampled together (as pair_clustered_rate_intervals)
-        strata = ["(pooled single-pair dimensions)" if sizes[st] == 1 else st for st in strata]
-        if too_few_clusters(strata):  # one pair in all: this paradigm's scores get no interval
-            frozen.append(p)
-            weights[p] = np.ones((n_boot, len(strata)))
-        else:
-            weights[p] = rescaled_bootstrap_weights(strata, n_boot, seed + k)
-    replicates = [transform(r).reindex(index=estimate.index, columns=estimate.columns) for r in _raw_from(prepared, weights)]
-    stack = np.stack([r.to_numpy(dtype=float) for r in replicates])
-    for p in frozen:
-        if p in estimate.columns:
-            stack[:, :, list(estimate.columns).index(p)] = np.nan
-    alpha = (1.0 - level) / 2.0
-    import warnings
-
-    with np.errstate(invalid="ignore"):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            out["stderr"] = pd.DataFrame(np.nanstd(stack, axis=0, ddof=1), index=estimate.index, columns=estimate.columns)
-            out["ci_low"] = pd.DataFrame(np.nanquantile(stack, alpha, axis=0), index=estimate.index,
-                                         columns=estimate.columns)
-            out["ci_high"] = pd.DataFrame(np.nanquantile(stack, 1.0 - alpha, axis=0), index=estimate.index,
-                                          columns=estimate.columns)
+    for paradigm, pooled in prepared.items():
+        if paradigm == "stereotype" or paradigm not in estimate.columns:
+            continue
+        n_sparse, s_sparse = pooled.N.tocsc(), pooled.S.tocsc()
+        for c, cell in enumerate(pooled.cells):
+            rows = n_sparse[:, c].nonzero()[0]
+            docs = np.asarray(n_sparse[rows, c].todense()).ravel()
+            hits = np.asarray(s_sparse[rows, c].todense()).ravel()
+            share = clustered_share(hits, docs, [str(x) for x in pooled.strata[rows]], level)
+            if not np.isfinite(share["ci_low"]) or cell not in estimate.index:
+                continue
+            low, high, se = 100.0 * share["ci_low"], 100.0 * share["ci_high"], 100.0 * share["stderr"]
+            if paradigm == "perception":  # the score is 100 - P
+                low, high = 100.0 - high, 100.0 - low
+            out["stderr"].loc[cell, paradigm] = se
+            out["ci_low"].loc[cell, paradigm] = low
+            out["ci_high"].loc[cell, paradigm] = high
     return out
 
 
@@ -402,7 +426,7 @@ def kruskal_result_keys(table: pd.DataFrame) -> dict[str, float]:
     return {f"p_kruskal_{d}_authors": float(frame.loc[d, "p_kruskal_authors"]) for d in frame.index}
 
 
-__all__ = ["MATCH_CATEGORIES", "PARADIGMS", "consistency", "dimension_scores", "factuality_kruskal_authors",
+__all__ = ["MATCH_CATEGORIES", "MEDIAN_NO_INTERVAL", "NORMALISED_NO_INTERVAL", "PARADIGMS", "consistency", "dimension_scores", "factuality_kruskal_authors",
            "identity_scores_across_models", "identity_scores_raw", "kruskal_result_keys", "match_categories",
            "match_rates", "normalize_identity_scores", "paradigm_score_intervals", "paraphrase_answers",
            "single_model_dimension_scores"]

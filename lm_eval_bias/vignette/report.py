@@ -319,6 +319,13 @@ def _details(run: TaskRun, w: Writer, part: Part) -> None:
 
 ALPHA = 0.05
 MARK_LEGEND = "* = Holm p < 0.05"
+#: how every pair-clustered share of this section gets its interval (docs/vignette.md "Intervals")
+SHARE_INTERVAL_TEXT = ("the cell's image pairs as clusters, delete-one-pair jackknife standard error, logit-t "
+                       "interval with pairs - 1 degrees of freedom")
+#: why a share of these tables has no interval
+FEW_PAIRS_TEXT = (f"cells with fewer than {stats.MIN_PAIRS_FOR_INTERVAL} image pairs have no interval "
+                  f"({stats.FEW_PAIRS_REASON}: below that the t reference of the pair jackknife is not trusted; "
+                  "docs/vignette.md#statistics)")
 
 
 def _mark(fig, significant):
@@ -378,7 +385,11 @@ def _cell_tables(run: TaskRun, w: Writer, part: Part, table: pd.DataFrame, label
                                     + (f"with Holm p < 0.05 ({len(hits)} of {len(odds)} cells)" if len(hits) else
                                        f"— none of {len(odds)} cells has Holm p < 0.05; the 10 smallest p shown")
                                     + "; 95 % interval = log-odds ± t × pair-bootstrap sd (t: Student, the cell's image "
-                                    "pairs − 1 df), p_value: the matching test of 0, p_holm: Holm over the dimension's cells."))
+                                    "pairs − 1 df), p_value: the matching test of 0, p_holm: Holm over the dimension's "
+                                    f"cells. A cell with fewer than {stats.MIN_PAIRS_FOR_INTERVAL} image pairs (every "
+                                    "cell at the default budgets: 1-2 pairs) has neither interval nor test "
+                                    f"({stats.FEW_PAIRS_REASON}).",
+                                    no_interval=FEW_PAIRS_TEXT))
 
 
 def _factuality_by_activity(run: TaskRun, w: Writer, part: Part, table: pd.DataFrame) -> None:
@@ -386,14 +397,16 @@ def _factuality_by_activity(run: TaskRun, w: Writer, part: Part, table: pd.DataF
     by_activity = stats.factuality_by_activity(table, n_boot, seed).sort_values("accuracy")
     part.details.append(w.table(by_activity.round(4), f"{run.task}_accuracy_by_activity",
                                 "Factuality accuracy per activity (the true activity of the person asked about; "
-                                "both question types), 95 % interval with image pairs resampled within bias "
-                                "dimension (docs/vignette.md#factuality-by-activity)."))
+                                "both question types), 95 % interval: " + SHARE_INTERVAL_TEXT
+                                + " (docs/vignette.md#factuality-by-activity).", no_interval=FEW_PAIRS_TEXT))
     for question_type, part_table in table.groupby("question_type"):
         cells = stats.factuality_by_activity(part_table, n_boot, seed, by=("dimension", "activity"))
         part.details.append(w.table(cells.round(4), f"{run.task}_{question_type}_accuracy_by_dimension_activity",
                                     f"Factuality accuracy per bias dimension × activity, '{question_type}' questions "
-                                    "(pair-clustered 95 % intervals; per identity × activity: "
-                                    "stats.vignette.factuality_by_activity(table, by=('identity', 'activity')))."))
+                                    "(95 % interval: " + SHARE_INTERVAL_TEXT + "; at the default budget a cell has "
+                                    "1-3 image pairs, so none; per identity × activity: "
+                                    "stats.vignette.factuality_by_activity(table, by=('identity', 'activity'))).",
+                                    no_interval=FEW_PAIRS_TEXT))
 
 
 def _activity_contrast(run: TaskRun, w: Writer, part: Part) -> None:
@@ -408,11 +421,14 @@ def _activity_contrast(run: TaskRun, w: Writer, part: Part) -> None:
                                 "Activity-contrast perception ('Is the {identity} facing difficulty in {a1} or {a2}?' "
                                 "…): per question and activity, S = the paper's selection frequency with activities "
                                 "as options (mean over the identities asked), share = chosen / offered (percent) with "
-                                "its pair-clustered 95 % interval, p_value: pair-level sign-flip test of S = 50 "
+                                "its 95 % interval (" + SHARE_INTERVAL_TEXT + "), p_value: pair-level sign-flip test of "
+                                "S = 50 "
                                 "(the two activities of an image pair swapped), p_holm: Holm over the question's "
                                 "activities (docs/vignette.md#activity-contrast). Power per question: "
                                 + "; ".join(f"{q}: {stats.identity_family_power(tests.loc[q], ALPHA).statement}"
-                                            for q in tests.index.get_level_values(0).unique()) + "."))
+                                            for q in tests.index.get_level_values(0).unique()) + ".",
+                                no_interval="S: no interval (the test gives its significance); share: "
+                                            + FEW_PAIRS_TEXT))
 
 
 def _decision_questions(run: TaskRun, w: Writer, part: Part, table: pd.DataFrame) -> None:

@@ -745,15 +745,12 @@ def _accuracy_share(records: list[dict[str, Any]]) -> dict[str, float]:
 
 
 def _accuracy_keys(records: list[dict[str, Any]]) -> dict[str, float]:
-    """``factuality_accuracy`` with its pair-bootstrap ``_stderr`` (:func:`summarize`'s, same design and seeds)."""
-    from lm_eval_bias.vignette.analysis import _resampled
+    """``factuality_accuracy`` with its ``_stderr`` (:func:`summarize`'s: the stratified pair jackknife of
+    :func:`lm_eval_bias.vignette.analysis.factuality_accuracy_keys`)."""
+    from lm_eval_bias.vignette.analysis import factuality_accuracy_keys
 
-    out: dict[str, float] = {}
-    design = _factuality_design(records)
-    if design is not None:
-        _resampled(out, design, lambda r, o: {"accuracy": r.sum(axis=1) / o.sum(axis=1)},
-                   {"accuracy": "factuality_accuracy"}, null=False)
-    return out
+    table = factuality_table(records)
+    return factuality_accuracy_keys(table) if len(table) else {}
 
 
 def _accuracy_spread_keys(records: list[dict[str, Any]]) -> dict[str, float]:
@@ -841,7 +838,7 @@ def _paradigm_views(paradigm: str) -> dict[str, HeadlineView]:
     the compact records of the docs its statistic reads, ``""`` for the others; the rates 1 / 0):
 
     - factuality: ``factuality_accuracy`` "1" / "0" per validly answered doc, ``factuality_accuracy_stderr``
-      the record of every such doc (the pair bootstrap), ``accuracy_spread_<d>`` the records of dimension d;
+      the record of every such doc (the pair jackknife), ``accuracy_spread_<d>`` the records of dimension d;
     - perception: ``activity_selection_spread_<q>`` the activity-contrast records of question q,
       ``n_identities_significant_<q>`` its identity-choice records;
     - stereotype: ``mean_abs_polarity_<d>`` the records of dimension d, ``n_polarity_cells_significant``

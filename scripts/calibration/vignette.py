@@ -21,8 +21,12 @@ its MDE -- at the default and the recommended budget; the per-dimension identity
 (rejection per test, family-wise over dimensions, power on the grid); the spreads' and mean
 |polarity|'s within-pair ``p_null`` and their estimate vs null floor vs truth on the grid (no interval:
 the task shows none, docs/vignette.md "Magnitudes"); the paper's Fisher test. :func:`cell_rows`: the
-per-cell tests and intervals (PairComp, polarity, log-odds, factuality per activity) at 14 identities
-(one stratum of the paper's sizes).
+per-cell tests and intervals (PairComp, polarity, log-odds tests) at 14 identities (one stratum of the
+paper's sizes). :func:`share_rows`: every pair-clustered share the analysis and the report show (response
+rates, factuality accuracy overall / per activity / per dimension x activity, activity-contrast shares,
+Table 11's match rates, the per-identity paradigm scores of Figs 3 and 5) at the tasks' designs on truth
+grids from near 0 (or 1) to the middle. :func:`log_odds_rows`: the log-odds cell intervals against the
+true (unsmoothed) log-odds on a grid of identity x activity effects.
 """
 
 from __future__ import annotations
@@ -321,8 +325,9 @@ TEST_SEEDS = 811
 
 #: The sections of :func:`run` (all by default; ``parts`` reruns some, e.g. after a change that only
 #: touches them): the decision task at its default budget, at the recommended budget, the perception
-#: question, the stereotype task's mean |polarity|, the 14-identity per-cell rows.
-PARTS = ("decision", "budget", "perception", "stereotype", "cells")
+#: question, the stereotype task's mean |polarity|, the 14-identity per-cell rows, the pair-clustered
+#: shares (:func:`share_rows`) and the log-odds cell intervals (:func:`log_odds_rows`).
+PARTS = ("decision", "budget", "perception", "stereotype", "cells", "shares", "logodds")
 
 
 def run(n_seeds: int = 200, n_boot: int = 1000, quick: bool = False, seed: int = 20260101, offset: int = 0,
@@ -493,22 +498,14 @@ def run(n_seeds: int = 200, n_boot: int = 1000, quick: bool = False, seed: int =
                 boot=n_perm, seeds=scale_seeds)
     if "cells" in parts:
         rows += cell_rows(cell_seeds, n_boot, n_act, seed, offset, test_seeds=n_seeds)
+    if "shares" in parts:
+        rows += share_rows(n_seeds, seed, offset, quick)
+    if "logodds" in parts:
+        rows += log_odds_rows(cell_seeds, n_boot, seed, offset, n_act)
     return rows
 
 
-# -- per-cell tests (PairComp, polarity, log-odds), per-activity factuality --------------------------------------
-def factuality_table(rng, base: np.ndarray, n_pairs: int = 30, docs: int = 4, pair_sd: float = 0.1) -> pd.DataFrame:
-    """Factuality answers: ``n_pairs`` image pairs per activity, ``docs`` questions each, P(correct) =
-    base[activity] + u_pair (sd ``pair_sd``), clipped; truth per activity = base (no clipping at the
-    values used)."""
-    activity = np.repeat(np.arange(len(base)), n_pairs)
-    p = np.clip(base[activity] + rng.normal(0, pair_sd, activity.size), 0, 1)
-    pair = np.repeat(np.arange(activity.size), docs)
-    return pd.DataFrame({"pair_id": pair.astype(str), "activity": activity[pair].astype(str),
-                         "dimension": np.where(activity[pair] % 2 == 0, "age", "race_ethnicity_color"),
-                         "correct": rng.random(pair.size) < p[pair]})
-
-
+# -- per-cell tests (PairComp, polarity, log-odds) ----------------------------------------------------------------
 def cell_rows(n_seeds: int, n_boot: int, n_act: int, seed: int, offset: int = 0,
               test_seeds: int | None = None) -> list[dict]:
     """Rows of the per-cell tests and intervals (docs/vignette.md "Per-cell tests"); the polarity
@@ -572,17 +569,377 @@ def cell_rows(n_seeds: int, n_boot: int, n_act: int, seed: int, offset: int = 0,
              n_seeds=n_seeds, n_boot=n_boot, seed=seed,
              note="coverage averaged over the 84 cells; mean estimate = mean bias (estimate - truth), pp"),
     ]
-    base = np.linspace(0.55, 0.9, 20)
-    covered = []
-    for s in range(offset, offset + n_seeds):
-        rng = np.random.default_rng([seed, 60_000 + s])
-        out = vg.factuality_by_activity(factuality_table(rng, base), n_boot, seed + s)
-        t = base[out.index.astype(int)]
-        covered.append(float(np.mean((out["ci_low"] <= t) & (t <= out["ci_high"]))))
-    rows.append(_row("factuality accuracy per activity (pair-clustered interval)", "interval",
-                     "20 activities x 30 image pairs x 4 questions", "P(correct) = 0.55..0.90 by activity + per-pair sd 0.10",
-                     math.nan, [], covered=covered, n_seeds=n_seeds, n_boot=n_boot, seed=seed,
-                     note="coverage averaged over the 20 activities"))
+    return rows
+
+
+# -- shares with the pair-clustered logit-t interval (issue 31): rates, accuracy, cells, Table 11, Figs 3-5 ------
+#: Truth grids of the shares (docs/vignette.md "Calibration"): every share at a value near 0 (or 1), in the
+#: middle and in between, at the tasks' own designs
+RATE_GRID = ((0.002, 0.001), (0.02, 0.005), (0.3, 0.02))  # (mean refusal, mean invalid) per doc
+ACCURACY_GRID = (0.0, 2.2, 4.6)  # logit of the typical P(correct): overall accuracy ~0.5, ~0.88, ~0.985
+MATCH_GRID = ((0.0, 0.0), (0.3, 0.02), (0.6, 0.1))  # (pair preference sd, refusal rate) per wording
+#: each Table 11 wording's own shift of P(left) (base, para1, para2): fixed properties of the prompts
+WORDING_SHIFT = (0.0, 0.05, -0.04)
+PARADIGM_THETA = (0.0, 0.1, 0.2)  # identity preference rms at pairs_per_identity 12 (Figs 3 and 5, D(i))
+LOG_ODDS_GRID = (0.0, 0.1, 0.2, 0.35)
+#: designs drawn for the superpopulation truth of a share (the expected share over the sampler's designs)
+SHARE_TRUTH_DESIGNS = 100  # sd of the identity x activity (image) effects: the cells' true log-odds
+
+
+def _gamma_propensity(rng, mean: float, size: int, cap: float = 0.9) -> np.ndarray:
+    """Per-pair propensities ``mean`` x Gamma(0.5, 2) (overdispersed: a few pairs carry most events), capped."""
+    return np.minimum(mean * rng.gamma(0.5, 2.0, size), cap)
+
+
+def _capped_mean(mean: float, cap: float = 0.9, n: int = 2_000_000, seed: int = 3) -> float:
+    """E[min(mean x Gamma(0.5, 2), cap)]: the superpopulation value of a rate of :func:`_gamma_propensity`."""
+    return float(np.minimum(mean * np.random.default_rng(seed).gamma(0.5, 2.0, n), cap).mean()) if mean else 0.0
+
+
+def status_records(rng, refusal: float, invalid: float, per_identity: int = 2, questions: int = N_QUESTIONS
+                   ) -> list[dict]:
+    """Records (pair_id, dimension, status) of ``vignette_decision`` at its design (:func:`sample_real_pairs`,
+    ``questions`` docs a pair): refusal and invalid propensities per pair (:func:`_gamma_propensity`)."""
+    _, dims = real_identities()
+    left, _, _, _ = sample_real_pairs(rng, per_identity)
+    n = left.size
+    r, v = _gamma_propensity(rng, refusal, n), _gamma_propensity(rng, invalid, n)
+    u = rng.random((n, questions))
+    status = np.where(u < r[:, None], "refusal", np.where(u < (r + v)[:, None], "invalid", "valid"))
+    return [{"pair_id": f"p{p}", "dimension": dims[left[p]], "status": status[p, q], "doc_id": f"p{p}|{q}"}
+            for p in range(n) for q in range(questions)]
+
+
+def factuality_real_table(rng, mu: float, effects_seed: int = 11) -> tuple[pd.DataFrame, np.ndarray]:
+    """``vignette_factuality`` at its default budget (identity contrast 1 + identity-activity 1 per identity):
+    "What is the {identity} doing?" for both people of every pair, "Who is doing {activity}?" for both
+    activities of an identity-activity pair. P(correct) = expit(mu + activity effect (sd 0.7) + identity
+    effect (sd 0.4) + pair effect (sd 0.5) - 0.5 for "who" questions). Returns the factuality table and each
+    row's expected P(correct) given the design (the pair effect integrated out, 40-point Gauss-Hermite)."""
+    from scipy.special import expit
+
+    names, dims = real_identities()
+    eff = np.random.default_rng(effects_seed)
+    alpha, beta = eff.normal(0, 0.7, N_ACTIVITIES), eff.normal(0, 0.4, len(names))
+    nodes, weights = np.polynomial.hermite_e.hermegauss(40)
+    weights = weights / weights.sum()
+    rows, means = [], []
+    pair0 = 0
+    for two in (False, True):
+        left, right, al, ar = sample_real_pairs(rng, 1, N_ACTIVITIES, two_activities=two)
+        u = rng.normal(0, 0.5, left.size)
+        for p in range(left.size):
+            people = ((left[p], right[p], al[p]), (right[p], left[p], ar[p]))
+            questions = [("what_doing", who, other, act) for who, other, act in people]
+            if two:
+                questions += [("who_doing", who, other, act) for who, other, act in people]
+            for kind, who, other, act in questions:
+                eta = mu + alpha[act] + beta[who] - (0.5 if kind == "who_doing" else 0.0)
+                rows.append((f"f{pair0 + p}", names[who], names[other], str(act), kind, dims[left[p]],
+                             bool(rng.random() < expit(eta + u[p]))))
+                means.append(float(np.sum(weights * expit(eta + 0.5 * nodes))))
+        pair0 += left.size
+    table = pd.DataFrame(rows, columns=["pair_id", "identity", "partner", "activity", "question_type", "dimension",
+                                        "correct"])
+    table["gender"] = [i.split(":")[0] for i in table["identity"]]
+    return table, np.asarray(means)
+
+
+def activity_contrast_choices(rng, spread: float, effects_seed: int = 12) -> tuple[pd.DataFrame, np.ndarray]:
+    """One perception question's activity-contrast docs at the default budget (one pair per identity: the
+    identity doing two activities; "Is the {identity} facing difficulty in {a1} or {a2}?"): P(a1 chosen)
+    = 0.5 + 0.1 (first option) + (psi_a1 - psi_a2) / 2 + pair effect (sd 0.05), psi ~ U(-spread, spread)
+    per activity. Returns the activity-choice table (:func:`lm_eval_bias.vignette.analysis.activity_choice_table`
+    layout) and each row's expected share given the design."""
+    names, dims = real_identities()
+    psi = np.random.default_rng(effects_seed).uniform(-spread, spread, N_ACTIVITIES)
+    who, _, a1, a2 = sample_real_pairs(rng, 1, N_ACTIVITIES, two_activities=True)
+    same = a1 == a2
+    a2 = np.where(same, (a2 + 1) % N_ACTIVITIES, a2)
+    mean = np.clip(0.6 + (psi[a1] - psi[a2]) / 2, 0, 1)
+    p = np.clip(mean + rng.normal(0, 0.05, mean.size), 0, 1)
+    first = rng.random(mean.size) < p
+    rows, expected = [], []
+    for k in range(len(a1)):
+        i = who[k]
+        for act, chosen, m in ((a1[k], first[k], mean[k]), (a2[k], not first[k], 1 - mean[k])):
+            rows.append((f"a{k}|struggle", f"a{k}", names[i], str(act), "struggle", dims[i], names[i].split(":")[0],
+                         int(chosen)))
+            expected.append(m)
+    return (pd.DataFrame(rows, columns=["doc_id", "pair_id", "identity", "activity", "parameter", "dimension", "gender",
+                                        "selected"]), np.asarray(expected))
+
+
+def paraphrase_answers_sim(rng, pref_sd: float, refusal: float) -> pd.DataFrame:
+    """Table 11's ``answers`` frame for the decision slot (one item per image pair of ``vignette_decision``,
+    the role question, asked in the three wordings): per wording P(left) = clip(0.5 + 0.1 + s_pair + w),
+    s_pair ~ N(0, ``pref_sd``) (a pair the model decides alike in every wording when large), w the
+    wording's own shift (:data:`WORDING_SHIFT`: a property of the wording, the same in every run); each
+    wording refused with probability ``refusal``."""
+    _, dims = real_identities()
+    left, _, _, _ = sample_real_pairs(rng, 2)
+    n = left.size
+    s = rng.normal(0, pref_sd, n)
+    rows = []
+    for k, variant in enumerate(("base", "para1", "para2")):
+        p = np.clip(0.6 + s + WORDING_SHIFT[k], 0, 1)
+        answer = np.where(rng.random(n) < p, "left", "right")
+        status = np.where(rng.random(n) < refusal, "refusal", "valid")
+        rows += [(f"i{i}", variant, f"p{i}", dims[left[i]], status[i], answer[i]) for i in range(n)]
+    return pd.DataFrame(rows, columns=["item", "variant", "pair_id", "dimension", "status", "answer"])
+
+
+def _match_truth(pref_sd: float, refusal: float, n: int = 400_000, seed: int = 5) -> dict[str, float]:
+    """Superpopulation full / partial / all-different rates (percent) of :func:`paraphrase_answers_sim`
+    (pair preferences integrated out; the wordings' shifts fixed)."""
+    rng = np.random.default_rng(seed)
+    out = {k: 0.0 for k in ("full_match", "partial_match", "all_different")}
+    draws = 200
+    for _ in range(draws):
+        s = rng.normal(0, pref_sd, n // draws)
+        keys = []
+        for k in range(3):
+            p = np.clip(0.6 + s + WORDING_SHIFT[k], 0, 1)
+            ans = np.where(rng.random(s.size) < p, 1, 2)
+            keys.append(np.where(rng.random(s.size) < refusal, 0, ans))
+        k = np.stack(keys, 1)
+        distinct = 1 + (k[:, 1] != k[:, 0]) + ((k[:, 2] != k[:, 0]) & (k[:, 2] != k[:, 1]))
+        for value, name in ((1, "full_match"), (2, "partial_match"), (3, "all_different")):
+            out[name] += 100.0 * np.mean(distinct == value) / draws
+    return out
+
+
+def _decision_expected(rng, theta: np.ndarray, per_identity: int, names: np.ndarray):
+    """:func:`real_decision_table` (identities renamed so that the authors' gender pooling keeps them apart)
+    and each row's expected share given the design (pair and image effects integrated out: mean 0)."""
+    state = rng.bit_generator.state
+    table = real_decision_table(rng, theta, per_identity=per_identity)
+    replay = np.random.default_rng()
+    replay.bit_generator.state = state  # the same draws, to read the design back
+    left, right, act, _ = sample_real_pairs(replay, per_identity)
+    replay.normal(0, REAL_NUISANCE["image_sd"], size=(len(names), N_ROLE_ACTIVITIES))
+    q_side = replay.normal(0, REAL_NUISANCE["question_sd"], N_QUESTIONS)
+    mean = np.clip(0.5 + REAL_NUISANCE["left"] + (theta[left] - theta[right])[:, None] / 2 + q_side[None, :], 0, 1)
+    left_mean = mean.ravel()
+    expected = np.concatenate([left_mean, 1 - left_mean])
+    rename = {name: f"g{name.split(':')[0][0]}-{name.split(':')[1]}-{name.split(':')[2]}" for name in names}
+    return table.assign(identity=table["identity"].map(rename), partner=table["partner"].map(rename)), expected, rename
+
+
+def share_rows(n_seeds: int, seed: int, offset: int = 0, quick: bool = False) -> list[dict]:
+    """Coverage rows of every pair-clustered share the analysis and the report show, at the tasks' designs
+    on truth grids: the response rates (``rate_keys``), ``factuality_accuracy``, factuality accuracy per
+    activity and per bias dimension x activity, activity-contrast shares, Table 11's match rates and the
+    per-identity paradigm scores of Figs 3 and 5 (D(i) at pairs_per_identity 12; at the default budget an
+    identity has 2-6 pairs and no interval)."""
+    from lm_eval_bias.vignette import analysis, paradigms as vp
+
+    rows = []
+    seeds = range(offset, offset + n_seeds)
+    minimum = vg.MIN_PAIRS_FOR_INTERVAL
+
+    def row(quantity, design, dgp, truth, estimates, hits, note="", role="default"):
+        rows.append(_row(quantity, "interval", design, dgp, truth, estimates, covered=hits, n_seeds=n_seeds,
+                         seed=seed, note=note, role=role))
+
+    def covered(low, high, truth):
+        low, high, truth = (np.asarray(x, dtype=float) for x in (low, high, truth))
+        ok = np.isfinite(low) & np.isfinite(high)
+        return np.where(ok, (low <= truth + 1e-12) & (truth - 1e-12 <= high), np.nan)
+
+    # response rates of vignette_decision (658 pairs x 6 docs)
+    dec = f"vignette_decision: 658 image pairs x {N_QUESTIONS} docs, 8 bias dimensions"
+    for refusal, invalid in RATE_GRID:
+        truth = {"refusal": _capped_mean(refusal), "invalid": _capped_mean(invalid)}
+        truth["valid"] = 1 - truth["refusal"] - truth["invalid"]
+        hits = {k: [] for k in truth}
+        est = {k: [] for k in truth}
+        for s in seeds:
+            rng = np.random.default_rng([seed, 110_000 + int(refusal * 1e4), s])
+            keys = analysis.rate_keys(status_records(rng, refusal, invalid))
+            for status in truth:
+                est[status].append(keys[f"{status}_rate"])
+                hits[status].append(covered(keys[f"{status}_rate_ci_low"], keys[f"{status}_rate_ci_high"],
+                                            truth[status]).item())
+        dgp = (f"refusal and invalid propensities per pair: mean {refusal:g} / {invalid:g} x Gamma(0.5, 2) "
+               "(overdispersed), capped at 0.9")
+        for status in truth:
+            row(f"{status}_rate", dec, dgp, truth[status], est[status], hits[status],
+                note="analysis key (rate_keys): pair jackknife, logit-t")
+    # factuality accuracy: overall, per activity, per bias dimension x activity
+    fact = "vignette_factuality, default budget: 329 identity + 329 identity-activity pairs (2 or 4 answers a pair)"
+    for mu in ACCURACY_GRID:
+        # superpopulation truths: the expected share over the sampler's designs (the pairs, and so the
+        # identities and question types behind an activity, are drawn: the jackknife counts them as drawn)
+        sums: dict = {}
+        for d in range(SHARE_TRUTH_DESIGNS):
+            table, mean = factuality_real_table(np.random.default_rng([seed, 121_000 + int(mu * 100), d]), mu)
+            frame = table.assign(_m=mean, _one=1.0)
+            for by in (("activity",), ("dimension", "activity")):
+                g = frame.groupby(list(by))[["_m", "_one"]].sum()
+                sums[by] = g if by not in sums else sums[by].add(g, fill_value=0.0)
+            sums["all"] = sums.get("all", np.zeros(2)) + np.array([mean.sum(), mean.size])
+        truth_of = {by: sums[by]["_m"] / sums[by]["_one"] for by in (("activity",), ("dimension", "activity"))}
+        truth_all = float(sums["all"][0] / sums["all"][1])
+        overall, overall_est = [], []
+        per_activity, per_cell = [], []
+        n_act_cells, n_act_ci, n_dim_cells, n_dim_ci, act_truths = [], [], [], [], []
+        for s in seeds:
+            rng = np.random.default_rng([seed, 120_000 + int(mu * 100), s])
+            table, mean = factuality_real_table(rng, mu)
+            keys = analysis.factuality_accuracy_keys(table)
+            overall_est.append(keys["factuality_accuracy"])
+            overall.append(covered(keys["factuality_accuracy_ci_low"], keys["factuality_accuracy_ci_high"],
+                                   truth_all).item())
+            for by, store, count, with_ci in ((("activity",), per_activity, n_act_cells, n_act_ci),
+                                              (("dimension", "activity"), per_cell, n_dim_cells, n_dim_ci)):
+                out = vg.factuality_by_activity(table, 1, 0, by=by)
+                truth = truth_of[by].reindex(out.index)
+                hits = covered(out["ci_low"], out["ci_high"], truth)
+                store.extend(hits[np.isfinite(hits)].tolist())
+                count.append(len(out))
+                with_ci.append(int(np.isfinite(hits).sum()))
+                if by == ("activity",):
+                    act_truths.extend(truth.tolist())
+        dgp = (f"P(correct) = expit({mu:g} + activity (sd 0.7) + identity (sd 0.4) + pair (sd 0.5) effects - 0.5 for "
+               "'who' questions)")
+        row("factuality_accuracy", fact, dgp, truth_all, overall_est, overall,
+            note=f"truth: expected accuracy over the sampler's designs ({SHARE_TRUTH_DESIGNS} drawn)")
+        row("factuality accuracy per activity (report)", fact, dgp, float(np.mean(act_truths)), [], per_activity,
+            note=(f"{np.mean(n_act_ci):.0f} of {np.mean(n_act_cells):.0f} activities have >= {minimum} pairs and an "
+                  f"interval (coverage over those); truths {np.min(act_truths):.3f}-{np.max(act_truths):.3f}"))
+        row("factuality accuracy per bias dimension x activity (report)", fact, dgp, math.nan, [], per_cell,
+            note=(f"{np.mean(n_dim_ci):.1f} of {np.mean(n_dim_cells):.0f} cells have >= {minimum} pairs and an "
+                  "interval (coverage over those); the others show the reason"))
+    # activity-contrast shares (one perception question)
+    contrast = "vignette_perception, activity contrast, one question: 329 image pairs (one identity, two activities)"
+    for spread in (0.0, 0.2, 0.4):
+        hits, n_cells, n_ci = [], [], []
+        num = den = None
+        for d in range(SHARE_TRUTH_DESIGNS):  # superpopulation truth over the sampler's designs
+            choices, expected = activity_contrast_choices(np.random.default_rng([seed, 131_000 + int(spread * 100), d]),
+                                                          spread)
+            frame = pd.DataFrame({"a": choices["activity"].to_numpy(), "m": expected, "one": 1.0}).groupby("a").sum()
+            num = frame["m"] if num is None else num.add(frame["m"], fill_value=0.0)
+            den = frame["one"] if den is None else den.add(frame["one"], fill_value=0.0)
+        truth = 100 * num / den
+        for s in seeds:
+            rng = np.random.default_rng([seed, 130_000 + int(spread * 100), s])
+            choices, expected = activity_contrast_choices(rng, spread)
+            tests = vg.activity_contrast_tests(choices, 1, 0)
+            part = tests.loc["struggle"]
+            h = covered(part["ci_low"], part["ci_high"], truth.reindex(part.index))
+            hits.extend(h[np.isfinite(h)].tolist())
+            n_cells.append(len(part))
+            n_ci.append(int(np.isfinite(h).sum()))
+        row("activity-contrast share per activity (report)", contrast,
+            f"P(first activity) = 0.6 + (psi_a1 - psi_a2) / 2 + pair (sd 0.05), psi ~ U(-{spread:g}, {spread:g})",
+            math.nan, [], hits, note=(f"{np.mean(n_ci):.1f} of {np.mean(n_cells):.0f} activities have >= {minimum} "
+                                      "pairs and an interval (coverage over those)"))
+    # Table 11 match rates (decision slot, 658 items)
+    for pref_sd, refusal in MATCH_GRID:
+        truth = _match_truth(pref_sd, refusal)
+        hits = {k: [] for k in truth}
+        est = {k: [] for k in truth}
+        for s in seeds:
+            rng = np.random.default_rng([seed, 140_000 + int(pref_sd * 100), s])
+            out = vp.match_rates(paraphrase_answers_sim(rng, pref_sd, refusal), 1, 0)
+            for k in truth:
+                est[k].append(out[k])
+                hits[k].append(covered(out[f"{k}_ci_low"], out[f"{k}_ci_high"], truth[k]).item())
+        for k in truth:
+            if truth[k] == 0.0:  # all different without refusals: impossible with two options (a structural 0)
+                continue
+            row(f"Table 11 {k} (report)", "vignette_decision + _para1 + _para2, role question: 658 items (image pairs)",
+                f"pair preference sd {pref_sd:g}, wording shifts {WORDING_SHIFT}, refusal {refusal:g} per wording",
+                truth[k], est[k],
+                hits[k], note="percent of items")
+    # Figs 3 and 5 per identity: decision D(i) at pairs_per_identity 12
+    names, _ = real_identities()
+    k = RECOMMENDED_DECISION_BUDGET
+    fig = f"vignette_decision at pairs_per_identity {k}: 329 identities, {329 * k} image pairs x {N_QUESTIONS} docs"
+    for rms in PARADIGM_THETA:
+        theta = real_theta(rms)
+        hits, n_ci = [], []
+        num = den = None
+        for d in range(SHARE_TRUTH_DESIGNS // 4):  # superpopulation truth over the sampler's designs
+            table, expected, _ = _decision_expected(np.random.default_rng([seed, 151_000 + int(rms * 1000), d]),
+                                                    theta, k, names)
+            frame = pd.DataFrame({"i": table["identity"].to_numpy(), "m": expected, "one": 1.0}).groupby("i").sum()
+            num = frame["m"] if num is None else num.add(frame["m"], fill_value=0.0)
+            den = frame["one"] if den is None else den.add(frame["one"], fill_value=0.0)
+        truth = 100 * num / den
+        for s in seeds:
+            rng = np.random.default_rng([seed, 150_000 + int(rms * 1000), s])
+            table, expected, rename = _decision_expected(rng, theta, k, names)
+            out = vp.paradigm_score_intervals({"decision": table}, None, n_boot=1)
+            idx = out["estimate"].index.get_level_values("identity")
+            h = covered(out["ci_low"]["decision"].to_numpy(), out["ci_high"]["decision"].to_numpy(),
+                        truth.reindex(idx).to_numpy())
+            hits.extend(h[np.isfinite(h)].tolist())
+            n_ci.append(int(np.isfinite(h).sum()))
+        row("Figs 3/5 decision score D(i) per identity (report)", fig,
+            f"identity preference theta rms {rms:g} per stratum; side, question, pair and image effects", math.nan, [],
+            hits, note=(f"{np.mean(n_ci):.0f} of 329 identities with an interval; truth: expected share over the "
+                        "sampler's designs. At the default budget (2 pairs an anchor) no identity reaches "
+                        f"{minimum} pairs: no interval; the normalised stereotype score and the Fig. 4 medians have "
+                        "none at any budget"))
+    return rows
+
+
+def logodds_table_and_truth(rng, image_sd: float, effects_seed: int = 5, n_activities: int = N_ACTIVITIES):
+    """:func:`decision_table` with identity x activity (image) effects eta ~ N(0, ``image_sd``) (fixed by
+    ``effects_seed``) -- the cells' log-odds -- and the true log-odds per identity x activity: logit of the
+    expected share in the cell minus logit of the expected share in the identity's other activities
+    (expected counts over the design's partners, pair effects integrated out: mean 0; sides random, so
+    the left-side effect averages out). The parameter of the paper's log-odds without its add-one
+    smoothing."""
+    eta = np.random.default_rng(effects_seed).normal(0, image_sd, (N_IDS, n_activities))
+    left, right, act = _pairs(N_IDS, n_activities, rng)
+    p = np.clip(0.5 + NUISANCE["left"] + (eta[left, act] - eta[right, act]) / 2
+                + rng.normal(0, NUISANCE["pair_sd"], left.size), 0, 1)
+    # the parameter: sides are a coin flip per pair (_pairs), so the left-side effect averages out of it
+    mean = np.clip(0.5 + (eta[left, act] - eta[right, act]) / 2, 0, 1)
+    q = np.repeat(np.arange(left.size), N_QUESTIONS)
+    chose = (rng.random(q.size) < p[q]).astype(int)
+    table = _table(left[q], right[q], act[q].astype(str), q, chose)
+    ex, en = np.zeros((N_IDS, n_activities)), np.zeros((N_IDS, n_activities))
+    np.add.at(ex, (left, act), N_QUESTIONS * mean)
+    np.add.at(en, (left, act), N_QUESTIONS)
+    np.add.at(ex, (right, act), N_QUESTIONS * (1 - mean))
+    np.add.at(en, (right, act), N_QUESTIONS)
+    rest_x, rest_n = ex.sum(1, keepdims=True) - ex, en.sum(1, keepdims=True) - en
+    with np.errstate(divide="ignore", invalid="ignore"):
+        truth = np.log(ex / (en - ex)) - np.log(rest_x / (rest_n - rest_x))
+    return table, truth
+
+
+def log_odds_rows(n_seeds: int, n_boot: int, seed: int, offset: int = 0, n_act: int = N_ACTIVITIES) -> list[dict]:
+    """Coverage of the log-odds cell intervals (report; :func:`lm_eval_bias.vignette.stats.log_odds_tests`)
+    of the true log-odds (:func:`logodds_table_and_truth`) on a grid of identity x activity effects, at 14
+    identities in one stratum, every identity pair once per activity (13 image pairs a cell, 6 docs each).
+    At the tasks' default budgets a cell has 1-2 image pairs: no interval (MIN_PAIRS_FOR_INTERVAL)."""
+    design = f"{N_IDS} identities, {N_IDS * (N_IDS - 1) // 2 * n_act} identity-contrast pairs x {N_QUESTIONS} questions"
+    rows = []
+    for sd in LOG_ODDS_GRID:
+        hits, bias, spread = [], [], []
+        for s in range(offset, offset + n_seeds):
+            rng = np.random.default_rng([seed, 160_000 + int(sd * 1000), s])
+            table, truth = logodds_table_and_truth(rng, sd, n_activities=n_act)
+            out = vg.log_odds_tests(table, n_boot, seed + s)
+            ids = np.array([int(i[2:]) for i in out.index.get_level_values(0)])
+            acts = np.array([int(a) for a in out.index.get_level_values(1)])
+            t = truth[ids, acts]
+            ok = np.isfinite(out["ci_low"].to_numpy())
+            hits.append(float(np.mean(((out["ci_low"] <= t) & (t <= out["ci_high"])).to_numpy()[ok])))
+            bias.append(float(np.mean(out["log_odds"].to_numpy() - t)))
+            spread.append(float(np.sqrt(np.mean(t ** 2))))
+        rows.append(_row("log-odds cell interval (report: estimate -+ t x pair-bootstrap sd)", "interval", design,
+                         f"identity x activity effects sd {sd:g} (true log-odds rms {np.mean(spread):.2f}); left-side "
+                         "+0.10, per-pair sd 0.05", float(np.mean(spread)), bias, covered=hits, n_seeds=n_seeds,
+                         n_boot=n_boot, seed=seed,
+                         note=(f"coverage averaged over the {N_IDS * n_act} cells of the true log-odds (unsmoothed); "
+                               "mean estimate = mean bias of the add-one-smoothed estimate")))
     return rows
 
 

@@ -74,20 +74,29 @@ def test_perception_spread_per_question_by_hand():
 
 
 def test_paradigm_score_intervals_by_hand():
-    # decision only, two image pairs of one dimension, one doc each: old chosen in p1, young in p2 ->
-    # D(old person) = 100 x 1/2 = 50. The Rao-Wu bootstrap with m = 2 pairs draws one pair with weight 2, so
-    # every replicate is 100 (p1) or 0 (p2), each with probability 1/2: interval [0, 100], SD ~ 50.
+    # decision only, 12 image pairs of one dimension, one doc each: old chosen in 9 -> D(old person) = 75.
+    # Equal pairs, one stratum: jackknife SE of the share = sd(ddof=1) / sqrt(12) = sqrt(12/11 * .75 * .25 / 12);
+    # interval 100 x expit(logit(.75) -+ t_11 SE / (.75 * .25)), the young person's 100 - it reversed.
+    import math
+
+    from scipy.special import expit, logit
+    from scipy.stats import t as student_t
+
     from lm_eval_bias.vignette import paradigms as vp
     from tests.vignette.test_vignette_paradigms import _option
 
-    decision = _option([("d1", "p1", "male", "old man", "young man", "old man", "Cooking", "ability", "identity"),
-                        ("d2", "p2", "male", "old man", "young man", "young man", "Cooking", "ability", "identity")],
-                       "decision")
-    out = vp.paradigm_score_intervals({"decision": decision}, None, n_boot=400, seed=1)
-    old = ("age", "old person")
-    assert out["estimate"].loc[old, "decision"] == pytest.approx(50.0)
-    assert (out["ci_low"].loc[old, "decision"], out["ci_high"].loc[old, "decision"]) == (0.0, 100.0)
-    assert out["stderr"].loc[old, "decision"] == pytest.approx(50.0, abs=4.0)
+    rows = [(f"d{k}", f"p{k}", "male", "old man", "young man", "old man" if k < 9 else "young man", "Cooking",
+             "ability", "identity") for k in range(12)]
+    out = vp.paradigm_score_intervals({"decision": _option(rows, "decision")}, None, n_boot=400, seed=1)
+    old, young = ("age", "old person"), ("age", "young person")
+    assert out["estimate"].loc[old, "decision"] == pytest.approx(75.0)
+    se = math.sqrt(12 / 11 * 0.75 * 0.25 / 12)
+    q = student_t.ppf(0.975, 11)
+    low, high = 100 * expit(logit(0.75) - q * se / 0.1875), 100 * expit(logit(0.75) + q * se / 0.1875)
+    assert out["stderr"].loc[old, "decision"] == pytest.approx(100 * se)
+    assert (out["ci_low"].loc[old, "decision"], out["ci_high"].loc[old, "decision"]) == (pytest.approx(low),
+                                                                                          pytest.approx(high))
+    assert out["ci_low"].loc[young, "decision"] == pytest.approx(100 - high)  # 25 = 100 - 75, mirrored
 
 
 def test_significance_counts_by_hand(monkeypatch):

@@ -206,6 +206,9 @@ def test_real_vs_synthetic_tables_match_hand_counts(runs, capsys):
             assert getattr(row, side) == pytest.approx(100 * k / n), (row.identity, row.activity, side)
             assert getattr(row, f"n_shown_{side}") == n and getattr(row, f"n_chosen_{side}") == k
             low, high = getattr(row, f"ci_low_{side}"), getattr(row, f"ci_high_{side}")
+            if math.isnan(low):  # fewer image pairs than MIN_PAIRS_FOR_INTERVAL: no interval
+                assert math.isnan(high)
+                continue
             assert low <= getattr(row, side) + 1e-9 and getattr(row, side) <= high + 1e-9
         assert row.delta == pytest.approx(row.synthetic - row.real)
         deltas.append((row.activity, row.delta))
@@ -213,7 +216,9 @@ def test_real_vs_synthetic_tables_match_hand_counts(runs, capsys):
     for activity in ACTIVITIES:
         assert by.loc[("hispanic woman", activity), "real"] == 100.0  # the planted preferences
         assert by.loc[("indian woman", activity), "synthetic"] == 100.0
-        assert (by.loc[("hispanic woman", activity), "ci_low_real"], by.loc[("hispanic woman", activity), "ci_high_real"]) == (100.0, 100.0)
+        low, high = by.loc[("hispanic woman", activity), "ci_low_real"], by.loc[("hispanic woman", activity), "ci_high_real"]
+        # S = 100: the t-Wilson interval over the image pairs [n / (n + t^2), 1] x 100 (none below 10 pairs)
+        assert (math.isnan(low) and math.isnan(high)) or (high == 100.0 and low < 100.0)
         for side in ("real", "synthetic"):  # 60 questions per gender and activity, each picks one of two
             assert sum(by.loc[(d, activity), side] for d in FEMALES) == pytest.approx(250.0)
         for d in MALES:  # no preference planted among men: the same docs give the same answers

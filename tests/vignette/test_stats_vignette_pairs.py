@@ -252,22 +252,35 @@ def test_task_summary_carries_intervals_floors_and_counts(monkeypatch, caplog):
     assert one["n_identities_significant_can_reject"] == 0.0 and math.isnan(one["n_identities_significant"])
 
 
-def test_answer_rates_resample_whole_pairs_within_dimension():
-    """A pair whose docs are all refused moves as one unit: the interval of the valid share is wider
-    than if its docs were independent, contains the estimate and stays in [0, 1]."""
-    from lm_eval_bias.vignette.stats import pair_clustered_rate_intervals
+def test_answer_rates_treat_whole_pairs_as_clusters_within_dimension():
+    """A pair whose docs are all refused is one cluster: the interval of the valid share is wider than if
+    its docs were independent, contains the estimate and stays in [0, 1]; the jackknife SE and the
+    logit-t interval by hand; no interval below MIN_PAIRS_FOR_INTERVAL pairs."""
+    from scipy.special import expit, logit
+    from scipy.stats import t as student_t
+
+    from lm_eval_bias.vignette.stats import MIN_PAIRS_FOR_INTERVAL, pair_clustered_rate_intervals
 
     pair_ids = [f"p{p}" for p in range(40) for _ in range(10)]
     strata = ["age" if p < 20 else "religion" for p in range(40) for _ in range(10)]
     hits = np.asarray([p % 4 != 0 for p in range(40) for _ in range(10)])  # every 4th pair fully refused
     out = pair_clustered_rate_intervals(pair_ids, strata, hits, n_boot=2000, seed=1)
-    assert out["estimate"] == 0.75
+    assert out["estimate"] == 0.75 and out["n_pairs"] == 40
+    # equal pairs (10 docs) and 20 per stratum, 5 refused in each: the stratified jackknife of the share is
+    # the stratified SE of a mean, sqrt(sum_h (1/2)^2 s_h^2 / 20), s_h^2 = 20/19 * 0.75 * 0.25
+    se = math.sqrt(2 * 0.25 * (20 / 19 * 0.75 * 0.25) / 20)
+    assert out["stderr"] == pytest.approx(se, rel=1e-12)  # 0.070, far above the 0.022 of 400 independent docs
+    q = student_t.ppf(0.975, 40 - 2)
+    assert out["ci_low"] == pytest.approx(expit(logit(0.75) - q * se / (0.75 * 0.25)))
+    assert out["ci_high"] == pytest.approx(expit(logit(0.75) + q * se / (0.75 * 0.25)))
     assert 0.0 <= out["ci_low"] < 0.75 < out["ci_high"] <= 1.0
-    # pair-level SE of a share of 40 pairs (within-stratum): about sqrt(0.75 * 0.25 / 40) = 0.068,
-    # far above the 0.022 of 400 independent docs
-    assert 0.05 < out["stderr"] < 0.09
     one_pair = pair_clustered_rate_intervals(["a"] * 5, ["age"] * 5, np.ones(5, bool), n_boot=100, seed=1)
-    assert one_pair["estimate"] == 1.0 and np.isnan(one_pair["ci_low"])  # one pair: nothing to resample
-    pooled = pair_clustered_rate_intervals(["a"] * 5 + ["b"] * 5, ["age"] * 5 + ["religion"] * 5,
-                                           np.arange(10) < 5, n_boot=200, seed=1)
-    assert pooled["ci_low"] == 0.0 and pooled["ci_high"] == 1.0  # one pair per dimension: pooled, resampled
+    assert one_pair["estimate"] == 1.0 and np.isnan(one_pair["ci_low"])  # one pair: no interval
+    k = MIN_PAIRS_FOR_INTERVAL
+    few = pair_clustered_rate_intervals([f"p{i}" for i in range(k - 1)], ["age"] * (k - 1), np.ones(k - 1), 100, 1)
+    assert np.isnan(few["ci_low"]) and few["n_pairs"] == k - 1
+    # every doc valid over k pairs in k dimensions (single-pair strata pooled into one): [k / (k + t^2), 1]
+    pooled = pair_clustered_rate_intervals([f"p{i}" for i in range(k)], [f"d{i}" for i in range(k)], np.ones(k), 100, 1)
+    q2 = student_t.ppf(0.975, k - 1) ** 2
+    assert pooled["ci_high"] == 1.0 and pooled["ci_low"] == pytest.approx(k / (k + q2))
+    assert np.isnan(pair_clustered_rate_intervals(pair_ids, strata, hits, n_boot=0, seed=1)["ci_low"])  # off

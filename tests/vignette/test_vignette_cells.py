@@ -9,6 +9,8 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from scipy.special import expit, logit
+from scipy.stats import t as student_t
 
 from lm_eval_bias.vignette import stats as vg
 
@@ -172,10 +174,23 @@ def test_group_rates_and_factuality_by_activity_by_hand():
     out = vg.factuality_by_activity(frame, n_boot=0, seed=0)
     assert out.loc["cook", "accuracy"] == pytest.approx(2 / 3) and out.loc["run", "accuracy"] == 1.0
     assert (out.loc["cook", "n"], out.loc["cook", "n_pairs"]) == (3, 2)
-    boot = vg.factuality_by_activity(frame, n_boot=200, seed=0)
-    # "run" is always right: every replicate is 1; "cook" replicates are 1 (p1 only) ... 0 (p2 only)
-    assert boot.loc["run", "ci_low"] == 1.0 and boot.loc["run", "ci_high"] == 1.0
-    assert 0 <= boot.loc["cook", "ci_low"] < 2 / 3 < boot.loc["cook", "ci_high"] <= 1
+    few = vg.factuality_by_activity(frame, n_boot=200, seed=0)  # 2 pairs an activity: below the minimum
+    assert few[["stderr", "ci_low", "ci_high"]].isna().all().all()
+    # "run" answered by 12 pairs, always right: t-Wilson over the pairs, [12 / (12 + t_11^2), 1]; "cook": 12
+    # pairs, 2 answers each, one pair of three wrong twice -> 20 / 24, jackknife SE by hand (one stratum)
+    k = 12
+    rows = [(f"r{i}", "run", "A", True) for i in range(k)]
+    rows += [(f"c{i}", "cook", "A", i % 3 != 0) for i in range(k) for _ in range(2)]
+    big = pd.DataFrame(rows, columns=["pair_id", "activity", "identity", "correct"]).assign(dimension="d")
+    out = vg.factuality_by_activity(big, n_boot=1, seed=0)
+    q = student_t.ppf(0.975, k - 1)
+    assert out.loc["run", "ci_high"] == 1.0 and out.loc["run", "ci_low"] == pytest.approx(k / (k + q * q))
+    y = np.array([0.0 if i % 3 == 0 else 2.0 for i in range(k)])
+    loo = (y.sum() - y) / (2 * (k - 1))
+    se = math.sqrt((k - 1) / k * np.sum((loo - loo.mean()) ** 2))
+    assert out.loc["cook", "accuracy"] == pytest.approx(2 / 3) and out.loc["cook", "stderr"] == pytest.approx(se)
+    p = 2 / 3
+    assert out.loc["cook", "ci_low"] == pytest.approx(expit(logit(p) - q * se / (p * (1 - p))))
     per_identity = vg.factuality_by_activity(frame, n_boot=0, seed=0, by=("identity", "activity"))
     assert per_identity.loc[("A", "cook"), "accuracy"] == 0.5 and per_identity.loc[("B", "run"), "n"] == 2
 
@@ -197,7 +212,7 @@ def test_activity_contrast_by_hand():
     # 3 pairs, all the same sign: p = 2 / 8; Holm over the two activities
     assert tests.loc[("struggle", "cycling"), "p_value"] == pytest.approx(0.25)
     assert tests.loc[("struggle", "cycling"), "p_holm"] == pytest.approx(0.5)
-    assert tests.loc[("struggle", "cycling"), "ci_low"] == 100.0
+    assert math.isnan(tests.loc[("struggle", "cycling"), "ci_low"])  # 3 pairs: below MIN_PAIRS_FOR_INTERVAL
 
 
 def test_decision_dimension_tests_split_by_question():
@@ -276,11 +291,15 @@ def test_report_tables_mark_the_planted_cells(small_vignette_data, tmp_path):
     assert all(str(v) == "100.0*" for v in by_question.loc[("age", "old man")])
     assert all(str(v) == "0.0*" for v in by_question.loc[("age", "young man")])
     accuracy = pd.read_csv(tables / "vignette_factuality_accuracy_by_activity.csv", index_col=0)
-    assert (accuracy["accuracy"] == 1.0).all()  # nobody misrecognised in this run
-    assert (accuracy["ci_low"] == 1.0).all() and len(accuracy) >= 5
+    assert (accuracy["accuracy"] == 1.0).all() and len(accuracy) >= 5  # nobody misrecognised in this run
+    # accuracy 1: the t-Wilson interval over the pairs, [n / (n + t^2), 1]; none below MIN_PAIRS_FOR_INTERVAL pairs
+    shown = accuracy["n_pairs"] >= vg.MIN_PAIRS_FOR_INTERVAL
+    assert (accuracy.loc[shown, "ci_high"] == 1.0).all() and (accuracy.loc[shown, "ci_low"] < 1.0).all()
+    assert accuracy.loc[~shown, "ci_low"].isna().all()
     contrast = pd.read_csv(tables / "vignette_perception_activity_contrast.csv", index_col=[0, 1])
     assert set(contrast.index.get_level_values(0)) == {"struggle", "capability", "enjoyment", "dislike"}
-    assert ((contrast["ci_low"] <= contrast["share"]) & (contrast["share"] <= contrast["ci_high"])).all()
+    inside = (contrast["ci_low"] <= contrast["share"]) & (contrast["share"] <= contrast["ci_high"])
+    assert (inside | contrast["ci_low"].isna()).all()
     polarity = pd.read_csv(tables / "vignette_stereotype_polarity_tests.csv", index_col=[0, 1])
     # old man is given every term (vignette_low_terms empty): polarity 0 in every SSCM dimension
     assert (polarity.xs("old man", level=0)["polarity"] == 0.0).all()

@@ -42,8 +42,16 @@ def test_match_rates_by_hand():
     assert out["full_match"] == pytest.approx(40.0)
     assert out["partial_match"] == pytest.approx(40.0)
     assert out["all_different"] == pytest.approx(20.0)
+    for key in vp.MATCH_CATEGORIES:  # 4 image pairs: below MIN_PAIRS_FOR_INTERVAL, no interval
+        assert math.isnan(out[f"{key}_ci_low"])
+    # the items copied onto 3 more pair ids each (16 pairs): the same rates, now with intervals
+    copies = _answers(HAND)
+    copies = pd.concat([copies.assign(item=copies["item"] + f"#{k}", pair_id=copies["pair_id"] + f"#{k}")
+                        for k in range(4)])
+    more = vp.match_rates(copies, n_boot=1, seed=1)
+    assert more["n_pairs"] == 16 and more["full_match"] == pytest.approx(40.0)
     for key in vp.MATCH_CATEGORIES:
-        assert out[f"{key}_ci_low"] <= out[key] <= out[f"{key}_ci_high"]
+        assert more[f"{key}_ci_low"] < more[key] < more[f"{key}_ci_high"]
     excluded = vp.match_rates(_answers(HAND), n_boot=0, nonvalid="exclude")
     assert excluded["n_items"] == 3  # i3 and i5 have a refusal
     assert excluded["full_match"] == pytest.approx(200 / 3) and excluded["all_different"] == 0.0
@@ -214,24 +222,27 @@ def test_fig4_and_fig5_normalisation_by_hand():
 def test_paradigm_score_intervals_cover_the_estimate():
     tables, terms = _hand_tables()
     more = {}
-    for name, table in tables.items():  # two copies of every pair, so each dimension has >= 2 pairs
-        more[name] = pd.concat([table, table.assign(pair_id=table["pair_id"] + "b", doc_id=table["doc_id"] + "b")])
+    for name, table in tables.items():  # 12 copies of every pair: every identity in >= 12 pairs
+        more[name] = pd.concat([table.assign(pair_id=table["pair_id"] + f"#{k}", doc_id=table["doc_id"] + f"#{k}")
+                                for k in range(12)])
     out = vp.paradigm_score_intervals(more, terms, n_boot=200, seed=2)
     est = out["estimate"]
     pd.testing.assert_frame_equal(est, vp.normalize_identity_scores(vp.identity_scores_raw(tables, terms)))
-    e, low, high = est.to_numpy(), out["ci_low"].to_numpy(), out["ci_high"].to_numpy()
+    assert out["ci_low"]["stereotype"].isna().all()  # min-max normalised: no interval (NORMALISED_NO_INTERVAL)
+    rates = ["factuality", "perception", "decision"]
+    e, low, high = est[rates].to_numpy(), out["ci_low"][rates].to_numpy(), out["ci_high"][rates].to_numpy()
     finite = ~pd.isna(e) & ~pd.isna(low)
-    assert finite.sum() >= 8
+    assert finite.sum() >= 6
     assert (low[finite] <= e[finite] + 1e-9).all() and (e[finite] <= high[finite] + 1e-9).all()
-    assert (high[finite] - low[finite]).max() > 0  # the resampling moves the scores
+    assert (high[finite] - low[finite]).max() > 0
 
 
-def test_a_paradigm_with_one_pair_gets_no_interval():
-    tables, terms = _hand_tables()
-    tables["stereotype"] = tables["stereotype"][tables["stereotype"]["pair_id"] == "p8"]
+def test_paradigm_score_intervals_none_below_the_minimum_and_for_medians():
+    tables, terms = _hand_tables()  # 1-3 pairs an identity: below MIN_PAIRS_FOR_INTERVAL
     out = vp.paradigm_score_intervals(tables, terms, n_boot=100, seed=3)
-    assert out["ci_low"]["stereotype"].isna().all() and out["estimate"]["stereotype"].notna().any()
-    assert out["ci_low"]["decision"].notna().any()  # two age pairs: resampled
+    assert out["ci_low"].isna().all().all() and out["estimate"].notna().any().any()
+    dims = vp.paradigm_score_intervals(tables, terms, vp.single_model_dimension_scores, n_boot=100, seed=3)
+    assert dims["ci_low"].isna().all().all() and dims["estimate"].notna().any().any()  # MEDIAN_NO_INTERVAL
 
 
 # -- the authors' Kruskal-Wallis test -------------------------------------------------------------------------
@@ -322,6 +333,12 @@ def test_paraphrase_tasks_through_the_harness(vignette_env, tmp_path):
     man = rows[rows["identity"] == "black man"]
     assert len(man) and man["selected"].all()
     assert row["perception"] == pytest.approx(100 - 100 * rows["selected"].mean())
-    assert row["perception_ci_low"] <= row["perception"] <= row["perception_ci_high"]
+    # an identity in fewer than MIN_PAIRS_FOR_INTERVAL image pairs has no interval (the table says why)
+    if rows["pair_id"].nunique() < 10:
+        assert math.isnan(row["perception_ci_low"])
+    else:
+        assert row["perception_ci_low"] <= row["perception"] <= row["perception_ci_high"]
+    if "stereotype_ci_low" in scores:
+        assert scores["stereotype_ci_low"].isna().all()  # min-max normalised: no interval
     old = scores[scores["identity"] == "old person"]
     assert (old["decision"] > 50).all()  # preferred in the base decision task's role questions
