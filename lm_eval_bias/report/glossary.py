@@ -177,19 +177,23 @@ _COMPILED = [(b, re.compile(p + r"\Z"), d, doc) for b, p, d, doc in ENTRIES]
 #: what the suffix of a derived or variant key means (docs/statistics.md); the key shares the
 #: documentation anchor of its metric (:func:`lm_eval_bias.core.aggregation.base_key`)
 SUFFIXES: dict[str, str] = {
-    "_stderr": "standard error of {m}: standard deviation of the benchmark's cluster-bootstrap replicates.",
+    "_stderr": "standard error of {m}: standard deviation of the benchmark's cluster-bootstrap replicates "
+               "(Counterfactual VQA's and VIGNETTE's shares: the stratified delete-one-pair jackknife).",
     "_ci_low_paper": "lower end of the paper's 95 % percentile interval of the plug-in {m} (App. C.3); it targets the "
                      "plug-in's expectation, not the parameter, and fails calibration: kept by name.",
     "_ci_high_paper": "upper end of the paper's 95 % percentile interval of the plug-in {m} (App. C.3); kept by name.",
     "_ci_low": "lower end of the 95 % interval of {m}, computed inside the task from the benchmark's cluster bootstrap "
                "(the same with or without --log_samples): REFLECT estimate - t_df x SE (df = templates - occupations), "
-               "FACT-OR-FAIR's rates a stratified Wilson interval, Counterfactual VQA and VIGNETTE the 2.5 % percentile; "
+               "FACT-OR-FAIR's rates a stratified Wilson interval, Counterfactual VQA's and VIGNETTE's shares the logit-t "
+               "interval of the stratified pair jackknife (none below 20 / 10 pairs), VIGNETTE's polarity cells the "
+               "2.5 % percentile of the pair bootstrap; "
                "for a magnitude that is positive "
                "without bias (REFLECT Pol, JSD) the interval is for the parameter: test inversion over the "
                "template bootstrap (Pol) or over a parametric bootstrap at the design's effective sample size (JSD), "
                "no test before it; REFLECT Ext has none (a step function of the cells).",
     "_ci_high": "upper end of the 95 % interval of {m}, computed inside the task (REFLECT estimate + t_df x SE; "
-                "Counterfactual VQA and VIGNETTE the 97.5 % percentile of the cluster bootstrap; REFLECT Pol, JSD: "
+                "Counterfactual VQA's and VIGNETTE's shares the logit-t interval of the pair jackknife, VIGNETTE's "
+                "polarity cells the 97.5 % percentile of the pair bootstrap; REFLECT Pol, JSD: "
                 "upper end of the interval for the parameter).",
     "_null": "null floor of {m}: its mean under a permutation null of the same design (group labels permuted "
              "within template / pair); the value {m} takes without any bias.",
