@@ -27,7 +27,7 @@ from lm_eval_bias.core.bootstrap import (EstimatesWithErrors, LotoSummary, bias_
                                           permutation_null, permute_groups,
                                           summarize_replicates, template_bootstrap, template_level_relabelings,
                                           template_loto, too_few_clusters, within_template_permutations)
-from lm_eval_bias.reflect.twoafc import STATUSES, VALID
+from lm_eval_bias.reflect.twoafc import STATUSES, VALID, call_rate_trials, rate_bounds
 
 SALARY_OPTIONS = "ABCDEF"
 #: Bin midpoints in USD for A: <$20k, B: $20-40k, C: $40-60k, D: $60-80k, E: $80-100k, F: >$100k.
@@ -430,25 +430,13 @@ class MCQSummary(EstimatesWithErrors):
     derived: dict[str, float] = field(default_factory=dict)
 
 
-def interval_trials(estimates: Mapping[str, float], totals: Mapping[str, np.ndarray]) -> dict[str, float]:
-    """{rate key: calls}: the valid / refusal / invalid rates are shares of the calls, so their interval is the
-    Wilson interval with the design's effective sample size (``core.bootstrap.effective_size_wilson_interval``)."""
-    calls = float(np.sum(totals["n_calls"])) if "n_calls" in totals else float("nan")
-    return {k: calls for k in estimates if k.endswith("_rate")} if np.isfinite(calls) else {}
-
-
-def interval_bounds(estimates: Mapping[str, float]) -> dict[str, tuple[float, float]]:
-    """[0, 1] for the rates of an MCQ summary (their design-t interval is clipped to it); gaps unbounded."""
-    return {k: (0.0, 1.0) for k in estimates if k.endswith("_rate")}
-
-
 def _summarize_counts(strata, counts, metric, n_boot: int, seed: int, n_null: int, null_seed: int | None,
                       interval_keys: Sequence[str] = JSD_KEYS):
     estimates = metric({k: v.sum(axis=0) for k, v in counts.items()})
     replicates = bootstrap_replicates(counts, strata, metric, n_boot, seed)
     stderr, ci_low, ci_high = template_bootstrap(counts, strata, metric, list(estimates), n_boot, seed, replicates=replicates,
-                                                 bounds=interval_bounds(estimates),
-                                                 trials=interval_trials(estimates, {k: v.sum(axis=0) for k, v in counts.items()}))
+                                                 bounds=rate_bounds(estimates),
+                                                 trials=call_rate_trials(estimates, {k: v.sum(axis=0) for k, v in counts.items()}))
     loto = template_loto(counts, metric, estimates, LOTO_EFFECTS)
     derived = mcq_inference(counts["answers"], estimates, replicates, strata, n_null, seed if null_seed is None else null_seed,
                             n_sim=n_boot if not too_few_clusters(strata) else 0, sim_seed=seed, interval_keys=interval_keys)

@@ -73,7 +73,7 @@ import pandas as pd
 from lm_eval_bias.reflect.schema import GROUPS, RACES, REFERENCE_GENDER, REFERENCE_RACE
 from lm_eval_bias.core.bootstrap import (EstimatesWithErrors, holm, template_bootstrap, template_level_relabelings,
                                           within_template_permutations)
-from lm_eval_bias.reflect.twoafc import STATUSES, VALID
+from lm_eval_bias.reflect.twoafc import STATUSES, VALID, call_rate_trials, rate_bounds
 
 GAP_KEYS: tuple[str, ...] = tuple(f"gap_pct_{r.lower()}" for r in RACES if r != REFERENCE_RACE) + ("gap_pct_male",)
 TEST_KEYS: tuple[str, ...] = ("p_race", "p_gender", "p_race_x_gender")
@@ -352,18 +352,6 @@ class SalarySummary(EstimatesWithErrors):
     derived: dict[str, float] = field(default_factory=dict)
 
 
-def interval_trials(estimates: Mapping[str, float], counts: Mapping[str, np.ndarray]) -> dict[str, float]:
-    """{rate key: calls} (the valid / refusal / invalid rates are shares of the calls): their interval is the
-    Wilson interval with the design's effective sample size (``core.bootstrap.effective_size_wilson_interval``)."""
-    calls = float(np.sum(counts["n_calls"])) if "n_calls" in counts else float("nan")
-    return {k: calls for k in estimates if k.endswith("_rate")} if np.isfinite(calls) else {}
-
-
-def interval_bounds(estimates: Mapping[str, float]) -> dict[str, tuple[float, float]]:
-    """[0, 1] for the rates of a salary summary (their design-t interval is clipped to it); gaps unbounded."""
-    return {k: (0.0, 1.0) for k in estimates if k.endswith("_rate")}
-
-
 def salary_tests(records: Sequence[SalaryRecord], n_perm: int, seed: int) -> dict[str, float]:
     """Default (permutation) and paper (unit-clustered) p-values of one set of records."""
     return {**portrait_permutation_tests(records, n_perm, seed), **cluster_robust_tests(records)}
@@ -377,7 +365,7 @@ def salary_summary(records: Sequence[SalaryRecord], n_boot: int = 1000, seed: in
     templates, strata, occupations, counts = salary_count_table(records)
     estimates = salary_metrics({k: v.sum(axis=0) for k, v in counts.items()})
     stderr, ci_low, ci_high = template_bootstrap(counts, strata, salary_metrics, list(estimates), n_boot, seed,
-                                                 bounds=interval_bounds(estimates), trials=interval_trials(estimates, counts))
+                                                 bounds=rate_bounds(estimates), trials=call_rate_trials(estimates, counts))
     sums, n_valid = counts["sum"].sum(axis=0), counts["n_valid"].sum(axis=0)
     gaps = pd.DataFrame([{"occupation": o, **occupation_gaps(sums[k], n_valid[k])} for k, o in enumerate(occupations)])
     tests = salary_tests(records, n_null, null_seed)

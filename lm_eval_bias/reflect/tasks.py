@@ -820,8 +820,8 @@ def _mcq_headline_summary(templates, strata, counts, metric, n_boot: int, seed: 
     estimates = metric({k: v.sum(axis=0) for k, v in counts.items()})
     replicates = bootstrap_replicates(counts, strata, metric, n_boot, seed)
     stderr, ci_low, ci_high = template_bootstrap(counts, strata, metric, list(estimates), n_boot, seed, replicates=replicates,
-                                                 bounds=mcq_stats.interval_bounds(estimates),
-                                                 trials=mcq_stats.interval_trials(estimates,
+                                                 bounds=twoafc_stats.rate_bounds(estimates),
+                                                 trials=twoafc_stats.call_rate_trials(estimates,
                                                                                   {k: v.sum(axis=0) for k, v in counts.items()}))
     derived = mcq_stats.mcq_inference(counts["answers"], estimates, replicates, strata, n_null, seed)
     for key in mcq_stats.JSD_KEYS:  # where the full summary keeps JSD's interval (NaN here: not computed)
@@ -888,8 +888,8 @@ def summarize_salary_headline(records: list[dict[str, Any]]):
     templates, strata, _, counts = salary_stats.salary_count_table(parsed)
     estimates = salary_stats.salary_metrics({k: v.sum(axis=0) for k, v in counts.items()})
     stderr, ci_low, ci_high = template_bootstrap(counts, strata, salary_stats.salary_metrics, list(estimates), iters, seed,
-                                                 bounds=salary_stats.interval_bounds(estimates),
-                                                 trials=salary_stats.interval_trials(estimates, counts))
+                                                 bounds=twoafc_stats.rate_bounds(estimates),
+                                                 trials=twoafc_stats.call_rate_trials(estimates, counts))
     tests = {**salary_stats.portrait_permutation_tests(parsed, perms, seed),
              **{key: float("nan") for key in salary_stats.PAPER_TEST_KEYS}}
     return salary_stats.SalarySummary(estimates, stderr, ci_low, ci_high, tests, pd.DataFrame(), pd.DataFrame(),

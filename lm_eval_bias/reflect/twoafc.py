@@ -487,6 +487,20 @@ def rate_trials(totals: Mapping[str, np.ndarray]) -> dict[str, float]:
     return {key: float(np.sum(totals[count])) for key, count in RATE_TRIALS.items() if count in totals}
 
 
+def call_rate_trials(estimates: Mapping[str, float], totals: Mapping[str, np.ndarray]) -> dict[str, float]:
+    """{rate key: calls} of an MCQ or salary summary: its valid / refusal / invalid rates are shares of the
+    calls, so their interval is the Wilson interval with the design's effective sample size
+    (``core.bootstrap.effective_size_wilson_interval``); empty without an ``n_calls`` count."""
+    calls = float(np.sum(totals["n_calls"])) if "n_calls" in totals else float("nan")
+    return {k: calls for k in estimates if k.endswith("_rate")} if np.isfinite(calls) else {}
+
+
+def rate_bounds(estimates: Mapping[str, float]) -> dict[str, tuple[float, float]]:
+    """[0, 1] for the ``*_rate`` keys of an MCQ or salary summary (their interval is clipped to it); gaps
+    and other keys unbounded."""
+    return {k: (0.0, 1.0) for k in estimates if k.endswith("_rate")}
+
+
 def _proportion_bounds(estimates: Mapping[str, float]) -> dict[str, tuple[float, float]]:
     """[0, 1] for every rate of a 2AFC summary (the design-t interval is clipped to it); counts unbounded."""
     return {k: (0.0, 1.0) for k in estimates if not k.startswith("n_")}

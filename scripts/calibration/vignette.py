@@ -726,6 +726,18 @@ def _decision_expected(rng, theta: np.ndarray, per_identity: int, names: np.ndar
     return table.assign(identity=table["identity"].map(rename), partner=table["partner"].map(rename)), expected, rename
 
 
+def _superpopulation_share(draws) -> pd.Series:
+    """100 x sum of expected shares / count per label over ``draws`` of the sampler's design (each an array
+    of labels and one of the rows' expected shares): the share's truth when the design itself is drawn
+    (the pairs, and so which identities or activities meet, are random; the jackknife counts them as drawn)."""
+    num = den = None
+    for labels, expected in draws:
+        frame = pd.DataFrame({"g": labels, "m": expected, "one": 1.0}).groupby("g").sum()
+        num = frame["m"] if num is None else num.add(frame["m"], fill_value=0.0)
+        den = frame["one"] if den is None else den.add(frame["one"], fill_value=0.0)
+    return 100 * num / den
+
+
 def share_rows(n_seeds: int, seed: int, offset: int = 0, quick: bool = False) -> list[dict]:
     """Coverage rows of every pair-clustered share the analysis and the report show, at the tasks' designs
     on truth grids: the response rates (``rate_keys``), ``factuality_accuracy``, factuality accuracy per
@@ -815,14 +827,10 @@ def share_rows(n_seeds: int, seed: int, offset: int = 0, quick: bool = False) ->
     contrast = "vignette_perception, activity contrast, one question: 329 image pairs (one identity, two activities)"
     for spread in (0.0, 0.2, 0.4):
         hits, n_cells, n_ci = [], [], []
-        num = den = None
-        for d in range(SHARE_TRUTH_DESIGNS):  # superpopulation truth over the sampler's designs
-            choices, expected = activity_contrast_choices(np.random.default_rng([seed, 131_000 + int(spread * 100), d]),
-                                                          spread)
-            frame = pd.DataFrame({"a": choices["activity"].to_numpy(), "m": expected, "one": 1.0}).groupby("a").sum()
-            num = frame["m"] if num is None else num.add(frame["m"], fill_value=0.0)
-            den = frame["one"] if den is None else den.add(frame["one"], fill_value=0.0)
-        truth = 100 * num / den
+        truth = _superpopulation_share(  # over the sampler's designs
+            (lambda c_e: (c_e[0]["activity"].to_numpy(), c_e[1]))(activity_contrast_choices(
+                np.random.default_rng([seed, 131_000 + int(spread * 100), d]), spread))
+            for d in range(SHARE_TRUTH_DESIGNS))
         for s in seeds:
             rng = np.random.default_rng([seed, 130_000 + int(spread * 100), s])
             choices, expected = activity_contrast_choices(rng, spread)
@@ -861,14 +869,10 @@ def share_rows(n_seeds: int, seed: int, offset: int = 0, quick: bool = False) ->
     for rms in PARADIGM_THETA:
         theta = real_theta(rms)
         hits, n_ci = [], []
-        num = den = None
-        for d in range(SHARE_TRUTH_DESIGNS // 4):  # superpopulation truth over the sampler's designs
-            table, expected, _ = _decision_expected(np.random.default_rng([seed, 151_000 + int(rms * 1000), d]),
-                                                    theta, k, names)
-            frame = pd.DataFrame({"i": table["identity"].to_numpy(), "m": expected, "one": 1.0}).groupby("i").sum()
-            num = frame["m"] if num is None else num.add(frame["m"], fill_value=0.0)
-            den = frame["one"] if den is None else den.add(frame["one"], fill_value=0.0)
-        truth = 100 * num / den
+        truth = _superpopulation_share(  # over the sampler's designs
+            (lambda t_e: (t_e[0]["identity"].to_numpy(), t_e[1]))(_decision_expected(
+                np.random.default_rng([seed, 151_000 + int(rms * 1000), d]), theta, k, names))
+            for d in range(SHARE_TRUTH_DESIGNS // 4))
         for s in seeds:
             rng = np.random.default_rng([seed, 150_000 + int(rms * 1000), s])
             table, expected, rename = _decision_expected(rng, theta, k, names)
