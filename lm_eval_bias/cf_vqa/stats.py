@@ -39,6 +39,9 @@ from typing import Sequence
 
 import numpy as np
 
+from lm_eval_bias.core.jackknife import (design_df, jackknife_stderr, jackknife_weights, logit_t_interval,  # noqa: F401
+                                         pooled_strata, ratio_jackknife, wilson_t_interval)
+
 
 @dataclass(frozen=True)
 class PairResponse:
@@ -461,106 +464,7 @@ NULL_METRICS = ("consistency", "cc_auc", "sr_auc")
 RATE_NAMES = ("refusal", "invalid", "truncated")
 
 
-# -- design-based intervals: stratified jackknife over pairs, logit-t interval ---------------------------------
-def pooled_strata(strata: Sequence) -> np.ndarray:
-    """Stratum codes 0..H-1 (sorted labels) with the single-pair strata pooled into one, or a lone one
-    collapsed into the smallest other stratum (a stratum of one cluster has no within-stratum variance
-    to estimate: the collapsed-strata rule; Wolter 2007, Introduction to Variance Estimation, Sec. 2.5)."""
-    labels, codes = np.unique(np.asarray([str(s) for s in strata], dtype=object), return_inverse=True)
-    sizes = np.bincount(codes, minlength=len(labels))
-    single = sizes[codes] == 1
-    if single.sum() == 1 and len(labels) > 1:  # one single-pair stratum: collapse it with the smallest other
-        others = np.where(sizes > 1, sizes, np.iinfo(np.int64).max)
-        codes = np.where(single, int(np.argmin(others)), codes)
-    elif single.sum() > 1:
-        codes = np.where(single, len(labels), codes)
-    return np.unique(codes, return_inverse=True)[1]
-
-
-def design_df(strata: np.ndarray) -> int:
-    """Degrees of freedom of a stratified cluster design: clusters - strata (Korn & Graubard 1990,
-    Am. Stat. 44:270; :func:`lm_eval_bias.core.bootstrap.design_degrees_of_freedom`)."""
-    strata = np.asarray(strata)
-    return int(len(strata) - len(np.unique(strata))) if len(strata) else 0
-
-
-def jackknife_weights(strata: np.ndarray, rows: slice) -> np.ndarray:
-    """Rows ``rows`` of the (P, P) delete-one-cluster stratified jackknife weights (JKn): replicate ``i``
-    drops cluster ``i`` and weights the other ``m_h - 1`` clusters of its stratum ``m_h / (m_h - 1)``
-    (so the stratum keeps its weight), every other cluster 1 (Wolter 2007, Sec. 4.5; Rust & Rao 1996,
-    Stat. Methods Med. Res. 5:283). A stratum of one cluster gets weight 1 (pool such strata first:
-    :func:`pooled_strata`)."""
-    strata = np.asarray(strata)
-    sizes = np.bincount(strata)
-    idx = np.arange(len(strata))[rows]
-    m = sizes[strata[idx]].astype(np.float64)
-    factor = np.where(m > 1, m / np.maximum(m - 1, 1), 1.0)
-    w = np.where(strata[None, :] == strata[idx][:, None], factor[:, None], 1.0)
-    w[np.arange(len(idx)), idx] = 0.0
-    return w
-
-
-def jackknife_stderr(leave_one_out: np.ndarray, strata: np.ndarray) -> float:
-    """sqrt(sum_h (m_h - 1) / m_h sum_{i in h} (theta_(i) - mean_h theta_(.))^2), the stratified
-    jackknife standard error (Wolter 2007, Eq. 4.5.5), from the leave-one-cluster-out estimates of
-    :func:`jackknife_weights`. NaN when any of them is undefined (an estimate that needs that cluster)."""
-    theta = np.asarray(leave_one_out, dtype=np.float64)
-    strata = np.asarray(strata)
-    if theta.size < 2 or not np.all(np.isfinite(theta)):
-        return float("nan")
-    sizes = np.bincount(strata).astype(np.float64)
-    means = np.bincount(strata, weights=theta) / np.maximum(sizes, 1)
-    dev2 = np.bincount(strata, weights=(theta - means[strata]) ** 2, minlength=len(sizes))
-    return float(np.sqrt(np.sum(np.where(sizes > 1, (sizes - 1) / np.maximum(sizes, 1), 0.0) * dev2)))
-
-
-def wilson_t_interval(estimate: float, n_clusters: float, df: int, level: float = 0.95) -> tuple[float, float]:
-    """The Wilson score interval (Wilson 1927) of a share ``estimate`` with the sample size set to the
-    number of clusters and the normal quantile replaced by Student's t with ``df`` degrees of freedom:
-    the interval where the design-based variance is 0 (a share of 0 or 1, or every cluster alike).
-    Korn & Graubard (1998, Survey Methodology 24:193) take the number of units as the effective
-    sample size there; with pair-clustered answers that under-covered (a rare refusal rate in a
-    subcategory of 54 pairs: 0.85, every draw without a refusal missing it), so the sample size is the
-    number of clusters -- the largest design effect, every unit of a cluster alike -- which covers. NaN
-    without clusters or degrees of freedom."""
-    from scipy.stats import t as student_t
-
-    if not (np.isfinite(estimate) and n_clusters > 0) or df < 1:
-        return float("nan"), float("nan")
-    q = float(student_t.ppf(0.5 + level / 2.0, df))
-    p, n = float(np.clip(estimate, 0.0, 1.0)), float(n_clusters)
-    den = 1.0 + q * q / n
-    centre = (p + q * q / (2 * n)) / den
-    half = q * np.sqrt(p * (1 - p) / n + q * q / (4 * n * n)) / den
-    low, high = float(max(0.0, centre - half)), float(min(1.0, centre + half))
-    # at p = 0 (1) the lower (upper) end is exactly 0 (1): centre -+ half equal it up to rounding
-    return (0.0 if p == 0.0 else low), (1.0 if p == 1.0 else high)
-
-
-def logit_t_interval(estimate: float, stderr: float, df: int, n_clusters: float,
-                     level: float = 0.95) -> tuple[float, float]:
-    """95 % interval of a quantity in [0, 1] from its design-based standard error: the Wald interval on
-    the logit scale with Student's t, expit(logit(p) -+ t_{df} SE / (p (1 - p))) -- the "logit" interval
-    of survey proportions (Korn & Graubard 1999, Analysis of Health Surveys, Sec. 5.2; R survey's
-    ``svyciprop(method = "logit")``, Lumley 2010, Complex Surveys, Sec. 2.3.1) -- which stays in (0, 1) and
-    is asymmetric near the bounds, where the symmetric t (or percentile) interval of a few clusters
-    under-covers. When p is 0 or 1, or SE is 0, the logit is undefined and the interval is
-    :func:`wilson_t_interval` over the ``n_clusters`` clusters. NaN without an estimate, SE or degrees of
-    freedom."""
-    from scipy.special import expit, logit
-    from scipy.stats import t as student_t
-
-    if not np.isfinite(estimate) or df < 1:
-        return float("nan"), float("nan")
-    if estimate <= 0.0 or estimate >= 1.0 or stderr == 0:
-        return wilson_t_interval(estimate, n_clusters, df, level)
-    if not np.isfinite(stderr):
-        return float("nan"), float("nan")
-    q = float(student_t.ppf(0.5 + level / 2.0, df))
-    centre, spread = float(logit(estimate)), q * stderr / (estimate * (1.0 - estimate))
-    return float(expit(centre - spread)), float(expit(centre + spread))
-
-
+# -- design-based intervals: stratified jackknife over pairs, logit-t interval (one home: core.jackknife) -------
 def difference_t_interval(estimate: float, stderr: float, df: int, level: float = 0.95) -> tuple[float, float]:
     """estimate -+ t_{df} SE, clipped to [-1, 1] (a difference of two shares):
     :func:`lm_eval_bias.core.bootstrap.design_t_interval`."""
@@ -729,17 +633,3 @@ def response_rates(strata: Sequence[str], counts: dict[str, np.ndarray], n_boot:
     return out
 
 
-def ratio_jackknife(y: np.ndarray, n: np.ndarray, strata: np.ndarray) -> float:
-    """Stratified delete-one-cluster jackknife SE (:func:`jackknife_stderr`, JKn weights of
-    :func:`jackknife_weights`) of the ratio sum(y) / sum(n), in closed form: dropping cluster i of
-    stratum h gives (Y - Y_h + m_h / (m_h - 1) (Y_h - y_i)) / (N - N_h + m_h / (m_h - 1) (N_h - n_i))."""
-    y, n, strata = np.asarray(y, dtype=np.float64), np.asarray(n, dtype=np.float64), np.asarray(strata)
-    sizes = np.bincount(strata).astype(np.float64)
-    m = sizes[strata]
-    factor = np.where(m > 1, m / np.maximum(m - 1, 1), 1.0)
-    y_h, n_h = np.bincount(strata, weights=y)[strata], np.bincount(strata, weights=n)[strata]
-    num = y.sum() - y_h + factor * (y_h - y)
-    den = n.sum() - n_h + factor * (n_h - n)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        theta = np.where(den > 0, num / np.where(den > 0, den, 1), np.nan)
-    return jackknife_stderr(theta, strata)

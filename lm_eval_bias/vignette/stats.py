@@ -918,14 +918,14 @@ def clustered_share(pair_hits: np.ndarray, pair_docs: np.ndarray, pair_strata: S
                     level: float = 0.95) -> dict[str, float]:
     """A share sum(hits) / sum(docs) over image pairs (one entry per pair: its hits and its docs) with
     its design-based interval: the stratified delete-one-pair jackknife standard error of the ratio
-    (:func:`lm_eval_bias.cf_vqa.stats.ratio_jackknife`; strata = bias dimensions, single-pair strata
-    pooled, :func:`~lm_eval_bias.cf_vqa.stats.pooled_strata`) and the logit-t interval
+    (:func:`lm_eval_bias.core.jackknife.ratio_jackknife`; strata = bias dimensions, single-pair strata
+    pooled, :func:`~lm_eval_bias.core.jackknife.pooled_strata`) and the logit-t interval
     expit(logit(p) -+ t_{df} SE / (p (1 - p))), df = pairs - strata
-    (:func:`~lm_eval_bias.cf_vqa.stats.logit_t_interval`; Korn & Graubard 1999, Sec. 5.2; Lumley 2010,
+    (:func:`~lm_eval_bias.core.jackknife.logit_t_interval`; Korn & Graubard 1999, Sec. 5.2; Lumley 2010,
     Sec. 2.3.1), the t-Wilson interval over the pairs when p is 0 or 1. The same interval as the
     Counterfactual VQA rates (docs/cf-vqa.md "Intervals"). Returns ``{"estimate", "stderr",
     "ci_low", "ci_high", "n_pairs"}``; the error keys NaN below :data:`MIN_PAIRS_FOR_INTERVAL` pairs."""
-    from lm_eval_bias.cf_vqa.stats import design_df, logit_t_interval, pooled_strata, ratio_jackknife
+    from lm_eval_bias.core.jackknife import design_df, logit_t_interval, pooled_strata, ratio_jackknife
 
     hits = np.asarray(pair_hits, dtype=np.float64)
     docs = np.asarray(pair_docs, dtype=np.float64)
