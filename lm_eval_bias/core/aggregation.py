@@ -78,13 +78,27 @@ def paused_garbage_collection() -> Iterator[None]:
             gc.enable()
 
 
+@contextlib.contextmanager
+def single_threaded_blas() -> Iterator[None]:
+    """numpy's BLAS (OpenBLAS, MKL) limited to one thread for the block, its earlier limit restored
+    afterwards (``threadpoolctl``). A summary's matrix products (bootstrap weights times per-template
+    counts: a few thousand by a few dozen) gain nothing from more threads, while OpenBLAS's idle threads
+    spin: on the 2-core machine they doubled the CPU seconds of lm-eval's aggregation step at the same
+    wall time (docs/backends.md, "Performance")."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
+
+
 def memoised_summary(family: str, summarize: Callable[[tuple], Any], items: Sequence) -> Any:
     """``summarize(items)``, computed once for the same *content* of ``items`` (the per-doc compact
     records of one task run): the memo key is the family, the hash of the values and the resampling
     settings (:func:`bootstrap_settings`, :func:`null_settings`), and a hit is taken only when the
     stored values are equal to these, so two equal runs share a summary and nothing depends on which
     objects lm-eval hands over. The last few summaries are kept. The summary is computed with the
-    cyclic garbage collector paused (:func:`paused_garbage_collection`)."""
+    cyclic garbage collector paused (:func:`paused_garbage_collection`) and numpy's BLAS on one thread
+    (:func:`single_threaded_blas`)."""
     values = tuple(items)
     try:
         digest = hash(values)
@@ -96,7 +110,7 @@ def memoised_summary(family: str, summarize: Callable[[tuple], Any], items: Sequ
     if hit is not None and hit[0] == values:
         _memo.move_to_end(key)
         return hit[1]
-    with paused_garbage_collection():
+    with paused_garbage_collection(), single_threaded_blas():
         summary = summarize(values)
     _memo[key] = (values, summary)
     while len(_memo) > _MEMO_SIZE:

@@ -80,3 +80,27 @@ def test_decoding_many_falls_back_to_one_by_one_when_the_joined_text_is_not_one_
     with pytest.raises(ValueError, match="Extra data"):
         codec.decode_many(['[1],[2]', '[3]'])
     assert codec.decode_many(['[5]', '[6]']) == [{"x": 5}, {"x": 6}]
+
+
+def _blas_threads() -> list[int]:
+    from threadpoolctl import threadpool_info
+
+    return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+
+
+def test_the_summary_runs_with_numpy_blas_on_one_thread_and_the_limit_is_restored():
+    import numpy as np
+
+    np.ones((4, 4)) @ np.ones((4, 4))  # numpy's BLAS is loaded
+    before = _blas_threads()
+    assert before, "numpy's BLAS library is not visible to threadpoolctl"
+    seen: list = []
+
+    def summarize(records):
+        seen.append(_blas_threads())
+        return {"total": sum(r["x"] for r in records)}
+
+    family = HeadlineFamily("blas_toy", summarize, {"total": lambda s: s["total"]}, codec=RecordCodec(("x",)))
+    assert family.function("total")([family.records_for({"x": x})["total"] for x in (1, 2)]) == 3.0
+    assert seen == [[1] * len(before)]
+    assert _blas_threads() == before
