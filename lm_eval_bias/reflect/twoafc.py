@@ -529,8 +529,8 @@ def twoafc_summary(calls: Sequence[TwoAFCCall], n_boot: int = 1000, seed: int = 
     """Everything the 2AFC tasks report, from the calls of one scenario.
 
     Bootstrap: templates resampled within occupation (App. C.3) with the Rao-Wu rescaling
-    (lm_eval_bias.core.bootstrap), ``n_boot`` replicates, percentile 95 % CIs (Pol and Ext: the
-    intervals of :func:`twoafc_inference`). LOTO: each template left out once. ``n_null`` within-template label permutations for the null floors and win-rate tests.
+    (lm_eval_bias.core.bootstrap), ``n_boot`` replicates; 95 % CIs: design-t, the rates' Wilson interval with the
+    effective sample size, Pol's test inversion (:func:`twoafc_inference`), none for Ext. LOTO: each template left out once. ``n_null`` within-template label permutations for the null floors and win-rate tests.
     """
     return _summarize_table(twoafc_count_table(calls, n_groups), twoafc_metrics, n_boot, seed, n_null, null_seed)
 

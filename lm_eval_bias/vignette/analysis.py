@@ -115,26 +115,22 @@ MAGNITUDE_NO_INTERVAL = (
     "give the calibrated significance")
 
 
-def _resampled(out: dict[str, float], design, metric, names: dict[str, str], null: bool = True,
-               null_design=None) -> None:
-    """Estimate of every ``metric`` output, stored under ``names[output]``, with
-
-    - ``null=False`` (means): pair-bootstrap ``_stderr`` / ``_ci_low`` / ``_ci_high``, percentile
-      interval -- no task key uses it any more (factuality accuracy: :func:`factuality_accuracy_keys`);
-    - ``null=True`` (magnitudes: spreads, mean |polarity|): the within-pair swap floor ``_null`` and
-      ``_p_null`` only -- no interval (:data:`MAGNITUDE_NO_INTERVAL`; the bootstrap is not run);
-      ``_p_null`` breaks ties with the null draws at random (``ties="random"``: exact level for these
-      discrete statistics, where counting ties as exceedances rejected 1-2 % instead of 5 %).
-      ``null_design`` (optional): the design the null floor and its test are computed on (the
-      side-adjusted answers, :func:`stats.side_adjusted`; ``metric`` is called with its counts, and
-      ``_p_null`` compares the metric of its observed counts with its swaps); the estimate stays
-      ``design``'s."""
+def _resampled(out: dict[str, float], design, metric, names: dict[str, str], null_design=None) -> None:
+    """Estimate of every ``metric`` output (magnitudes: spreads, mean |polarity|), stored under
+    ``names[output]``, with the within-pair swap floor ``_null`` and ``_p_null`` only -- no interval
+    (:data:`MAGNITUDE_NO_INTERVAL`; the bootstrap is not run). ``_p_null`` breaks ties with the null draws
+    at random (``ties="random"``: exact level for these discrete statistics, where counting ties as
+    exceedances rejected 1-2 % instead of 5 %). ``null_design`` (optional): the design the null floor and
+    its test are computed on (the side-adjusted answers, :func:`stats.side_adjusted`; ``metric`` is called
+    with its counts, and ``_p_null`` compares the metric of its observed counts with its swaps); the
+    estimate stays ``design``'s. Shares have their own interval (:func:`factuality_accuracy_keys`,
+    :func:`rate_keys`)."""
     from lm_eval_bias.vignette import stats
     from lm_eval_bias.core.aggregation import bootstrap_settings, null_settings
 
-    n_boot, seed = bootstrap_settings()
-    n_null = null_settings()[0] if null else 0
-    res = stats.pair_resampled_summary(design, metric, 0 if null else n_boot, n_null if null_design is None else 0,
+    _, seed = bootstrap_settings()
+    n_null = null_settings()[0]
+    res = stats.pair_resampled_summary(design, metric, 0, n_null if null_design is None else 0,
                                        seed, stratum_of={k: k for k in names if k in DIMENSIONS} or None,
                                        ties="random")
     if null_design is not None and n_null:
@@ -145,16 +141,7 @@ def _resampled(out: dict[str, float], design, metric, names: dict[str, str], nul
         if k not in res.estimate:
             continue
         out[key] = res.estimate[k]
-        if null:
-            out.update({f"{key}_null": res.null[k], f"{key}_p_null": res.p_null[k]})
-        else:
-            out.update({f"{key}_stderr": res.stderr[k], f"{key}_ci_low": res.ci_low[k],
-                        f"{key}_ci_high": res.ci_high[k]})
-    if res.too_few_pairs:
-        import logging
-
-        logging.getLogger("lm_eval_bias").warning("vignette: fewer than two image pairs for %s: no bootstrap interval (NaN)",
-                     ", ".join(names[k] for k in res.too_few_pairs))
+        out.update({f"{key}_null": res.null[k], f"{key}_p_null": res.p_null[k]})
 
 
 def _spreads(out: dict[str, float], table, prefix: str) -> None:
@@ -307,13 +294,12 @@ def rate_keys(records: list[dict[str, Any]]) -> dict[str, float]:
 
 def summarize(records: list[dict[str, Any]]) -> dict[str, float]:
     """All result keys of the records' paradigm (docs/vignette.md "Result keys"); NaN where nothing
-    was answered. Intervals: bootstrap over image pairs within bias dimension; null floors: the two
-    people of each pair label-swapped (``lm_eval_bias.vignette.stats.pair_resampled_summary``)."""
+    was answered. Intervals of shares: image pairs as clusters within bias dimension (stratified
+    jackknife, logit-t: ``lm_eval_bias.vignette.stats.clustered_share``); null floors: the two people of
+    each pair label-swapped (``lm_eval_bias.vignette.stats.pair_resampled_summary``)."""
     import math
 
     from lm_eval_bias.vignette import stats
-
-    import numpy as np
 
     from lm_eval_bias.core.aggregation import bootstrap_settings
 
