@@ -210,19 +210,16 @@ def effective_size_wilson_interval(share: float, stderr: float, trials: float, d
     n* = ``trials`` when the standard error is 0 or p is 0 or 1 (no variance seen: the binomial's). Unlike
     estimate +- t SE it stays inside [0, 1] and keeps a width at a rate near 0 or 1, where the replicate SE
     is itself unreliable: at 12 templates (6 df) the design-t interval of a 5 % refusal rate covered 88.8 %,
-    at App. C.8's pilot (108 calls per presentation) 77.6-85.2 %. NaN without a finite share, trials or df."""
-    from scipy.stats import t as student_t
+    at App. C.8's pilot (108 calls per presentation) 77.6-85.2 %. NaN without a finite share, trials or df.
+    The Wilson-t formula itself is :func:`lm_eval_bias.core.jackknife.wilson_t_interval`."""
+    from lm_eval_bias.core.jackknife import wilson_t_interval
 
     if not (np.isfinite(share) and np.isfinite(trials) and trials > 0) or df < 1:
         return float("nan"), float("nan")
     p = float(min(max(share, 0.0), 1.0))
     variance = float(stderr) ** 2 if np.isfinite(stderr) else 0.0
     n = p * (1.0 - p) / variance if variance > 0 and 0.0 < p < 1.0 else float(trials)
-    z = float(student_t.ppf(0.5 + level / 2.0, df))
-    denominator = 1.0 + z * z / n
-    centre = (p + z * z / (2.0 * n)) / denominator
-    half = z * np.sqrt(p * (1.0 - p) / n + z * z / (4.0 * n * n)) / denominator
-    return float(max(0.0, centre - half)), float(min(1.0, centre + half))
+    return wilson_t_interval(p, n, df, level)
 
 
 def template_bootstrap(

@@ -432,11 +432,11 @@ class MCQSummary(EstimatesWithErrors):
 
 def _summarize_counts(strata, counts, metric, n_boot: int, seed: int, n_null: int, null_seed: int | None,
                       interval_keys: Sequence[str] = JSD_KEYS):
-    estimates = metric({k: v.sum(axis=0) for k, v in counts.items()})
+    totals = {k: v.sum(axis=0) for k, v in counts.items()}
+    estimates = metric(totals)
     replicates = bootstrap_replicates(counts, strata, metric, n_boot, seed)
     stderr, ci_low, ci_high = template_bootstrap(counts, strata, metric, list(estimates), n_boot, seed, replicates=replicates,
-                                                 bounds=rate_bounds(estimates),
-                                                 trials=call_rate_trials(estimates, {k: v.sum(axis=0) for k, v in counts.items()}))
+                                                 bounds=rate_bounds(estimates), trials=call_rate_trials(estimates, totals))
     loto = template_loto(counts, metric, estimates, LOTO_EFFECTS)
     derived = mcq_inference(counts["answers"], estimates, replicates, strata, n_null, seed if null_seed is None else null_seed,
                             n_sim=n_boot if not too_few_clusters(strata) else 0, sim_seed=seed, interval_keys=interval_keys)

@@ -817,12 +817,12 @@ def _mcq_headline_summary(templates, strata, counts, metric, n_boot: int, seed: 
     ``tests/reflect/test_headline_summaries.py`` asserts every headline key equals the full summary's."""
     from lm_eval_bias.core.bootstrap import bootstrap_replicates, template_bootstrap
 
-    estimates = metric({k: v.sum(axis=0) for k, v in counts.items()})
+    totals = {k: v.sum(axis=0) for k, v in counts.items()}
+    estimates = metric(totals)
     replicates = bootstrap_replicates(counts, strata, metric, n_boot, seed)
     stderr, ci_low, ci_high = template_bootstrap(counts, strata, metric, list(estimates), n_boot, seed, replicates=replicates,
                                                  bounds=twoafc_stats.rate_bounds(estimates),
-                                                 trials=twoafc_stats.call_rate_trials(estimates,
-                                                                                  {k: v.sum(axis=0) for k, v in counts.items()}))
+                                                 trials=twoafc_stats.call_rate_trials(estimates, totals))
     derived = mcq_stats.mcq_inference(counts["answers"], estimates, replicates, strata, n_null, seed)
     for key in mcq_stats.JSD_KEYS:  # where the full summary keeps JSD's interval (NaN here: not computed)
         ci_low[key], ci_high[key] = derived.pop(f"{key}_ci_low", float("nan")), derived.pop(f"{key}_ci_high", float("nan"))
