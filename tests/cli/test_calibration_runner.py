@@ -8,6 +8,7 @@ import math
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -144,6 +145,27 @@ def test_band_has_no_monte_carlo_allowance(kind, coverage, rejection, family_wis
     from scripts.calibration import band_met
 
     assert band_met(kind, coverage, rejection, family_wise) is met
+
+
+def test_inside_band_probability_is_the_binomial_mass_in_the_band_and_matches_a_simulation():
+    """The reference the "target met" count is read against: an exact 95 % interval over 250 seeds lands in
+    93-97 % when 233..242 of them cover; an exact 5 % test over 1,000 seeds in 4-6 % when 40..60 reject."""
+    from scipy.stats import binom
+
+    from scripts.calibration import inside_band_probability
+
+    assert inside_band_probability("interval", 250) == pytest.approx(binom.pmf(range(233, 243), 250, 0.95).sum())
+    assert inside_band_probability("test", 1000) == pytest.approx(binom.pmf(range(40, 61), 1000, 0.05).sum())
+    assert inside_band_probability("test", 1000, True) == pytest.approx(binom.cdf(60, 1000, 0.05))
+    assert inside_band_probability("null_floor", 250) is None
+    rates = np.random.default_rng(0).binomial(250, 0.95, size=200_000) / 250
+    assert np.mean((rates >= 0.93) & (rates <= 0.97)) == pytest.approx(inside_band_probability("interval", 250), abs=0.003)
+    rows = [{"kind": "interval", "n_seeds": 250, "quantity": "x", "role": "default", "target_met": True},
+            {"kind": "test", "n_seeds": 1000, "quantity": "p", "role": "default", "target_met": False},
+            {"kind": "test", "n_seeds": 1000, "quantity": "p_paper", "role": "paper", "target_met": False}]
+    assert runner.expected_inside(rows) == pytest.approx(inside_band_probability("interval", 250)
+                                                         + inside_band_probability("test", 1000))
+    assert "would put 2 of 2 inside" in runner._met_line(rows)
 
 
 def test_per_module_json_and_assembly_from_json(modules_dir, tmp_path, capsys):
