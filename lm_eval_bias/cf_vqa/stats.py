@@ -39,8 +39,7 @@ from typing import Sequence
 
 import numpy as np
 
-from lm_eval_bias.core.jackknife import (design_df, jackknife_stderr, jackknife_weights, logit_t_interval,  # noqa: F401
-                                         pooled_strata, ratio_jackknife, wilson_t_interval)
+from lm_eval_bias.core.jackknife import design_df, jackknife_stderr, logit_t_interval, pooled_strata, ratio_jackknife
 
 
 @dataclass(frozen=True)
@@ -336,7 +335,7 @@ def grid_metrics(g: PairGrid, pair_weights: np.ndarray | None = None,
     ``minus_from[b, i]`` (the permutation null). Without ``minus_from`` every histogram is a
     per-pair matrix, so a replicate is one matrix product (pair weights x per-pair counts).
     ``jackknife`` (stratum code per pair, instead of ``pair_weights``): the P leave-one-pair-out
-    replicates of :func:`jackknife_weights`, each product in closed form (:func:`_jackknife_product`)."""
+    replicates of :func:`~lm_eval_bias.core.jackknife.jackknife_weights`, each product in closed form (:func:`_jackknife_product`)."""
     p, r = g.letter_plus.shape
     t = len(g.grid)
     has_human = ~np.isnan(g.human)
@@ -516,12 +515,12 @@ def pair_summary(g: PairGrid, n_boot: int, n_perm: int, seed: int, level: float 
     - Intervals (computed when ``n_boot`` > 0; ``LM_EVAL_BIAS_BOOTSTRAP_ITERS=0`` turns them off): image
       pairs are the clusters (both images and every option-order run move together), categories the
       strata (one stratum in a category's scope). ``<m>_stderr`` is the stratified delete-one-pair
-      jackknife standard error (:func:`jackknife_weights`, :func:`jackknife_stderr`: every metric is a
+      jackknife standard error (:func:`~lm_eval_bias.core.jackknife.jackknife_weights`, :func:`jackknife_stderr`: every metric is a
       smooth function of per-pair histograms, for which the jackknife variance is consistent; Shao &
       Tu 1995, The Jackknife and Bootstrap, Ch. 2) and ``<m>_ci_low`` / ``_ci_high`` the logit-t
       interval expit(logit(m) -+ t_{df} SE / (m (1 - m))) with df = pairs - strata
       (:func:`logit_t_interval`; Korn & Graubard 1999, Sec. 5.2; at m = 0 or 1 the t-Wilson interval
-      over the pairs, :func:`wilson_t_interval`); ``consistency_minus_human`` (a difference)
+      over the pairs, :func:`~lm_eval_bias.core.jackknife.wilson_t_interval`); ``consistency_minus_human`` (a difference)
       gets m -+ t_{df} SE (:func:`difference_t_interval`). The human keys use the rated pairs as the
       clusters (df = rated pairs - strata with rated pairs). NaN with fewer than
       :data:`MIN_PAIRS_FOR_INTERVAL` pairs (rated pairs) in the scope. The percentile interval of the

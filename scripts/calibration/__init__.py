@@ -53,8 +53,6 @@ def mc_error(n_seeds: int, rate: float = 0.95) -> float:
     1.38 points at 250 seeds (<= 1.5 points from 212 seeds on). Shown beside each row; it is NOT added
     to the band (a row counts as met only inside the band itself), and :func:`mc_deviation` says how
     many of these errors a row lies from its target."""
-    import math
-
     return math.sqrt(rate * (1 - rate) / max(n_seeds, 1))
 
 
@@ -89,8 +87,6 @@ def band_met(kind: str, coverage: float, rejection: float, family_wise: bool = F
     - family-wise ``test`` (any of a family significant after Holm): rejection rate <= 0.06 (Holm
       controls the family-wise error at *at most* the level, conservatively so with discrete p-values);
     - anything else (null floors) or a NaN rate: None (no target)."""
-    import math
-
     if kind == "interval" and coverage is not None and math.isfinite(coverage):
         return bool(COVERAGE_BAND[0] <= coverage <= COVERAGE_BAND[1])
     if kind == "test" and rejection is not None and math.isfinite(rejection):
@@ -128,8 +124,6 @@ def rate_row(benchmark, quantity, kind, design, dgp, truth, estimates, hits, n_s
     ``estimates``: coverage for ``kind == "interval"``, rejection rate for ``kind == "test"``, and
     whether it lies inside 93-97 % / 4-6 % (:func:`band_met`, no Monte Carlo allowance), and the Monte
     Carlo error of ``n_seeds`` (:func:`mc_error`)."""
-    import math
-
     import numpy as np
 
     hits = np.asarray(hits, dtype=float)

@@ -12,28 +12,29 @@ from scipy.special import expit, logit
 from scipy.stats import t as student_t
 
 from lm_eval_bias.cf_vqa import stats
+from lm_eval_bias.core import jackknife
 
 
 def test_logit_t_interval_by_hand():
     # p = 0.2, SE = 0.05, df = 30: expit(logit(0.2) -+ t_30 * 0.05 / (0.2 * 0.8))
     q = student_t.ppf(0.975, 30)
-    low, high = stats.logit_t_interval(0.2, 0.05, 30, n_clusters=31)
+    low, high = jackknife.logit_t_interval(0.2, 0.05, 30, n_clusters=31)
     assert low == pytest.approx(expit(logit(0.2) - q * 0.3125)) and high == pytest.approx(expit(logit(0.2) + q * 0.3125))
     # logit(0.2) = -1.3863, t_30 = 2.0423, spread 0.6382: expit(-2.0245) = 0.1167, expit(-0.7481) = 0.3212
     assert low == pytest.approx(0.1167, abs=5e-4) and high == pytest.approx(0.3212, abs=5e-4)  # asymmetric about 0.2
-    assert math.isnan(stats.logit_t_interval(0.2, 0.05, 0, 100)[0])  # no degrees of freedom, no interval
+    assert math.isnan(jackknife.logit_t_interval(0.2, 0.05, 0, 100)[0])  # no degrees of freedom, no interval
 
 
 def test_wilson_t_interval_at_the_bounds_by_hand():
     # p = 0 over n = 60 clusters, df = 19: [0, t^2 / (n + t^2)]; p = 1: [n / (n + t^2), 1]
     q2 = student_t.ppf(0.975, 19) ** 2
-    assert stats.logit_t_interval(0.0, 0.0, 19, 60) == (0.0, pytest.approx(q2 / (60 + q2)))
-    assert stats.logit_t_interval(1.0, 0.0, 19, 60) == (pytest.approx(60 / (60 + q2)), 1.0)
+    assert jackknife.logit_t_interval(0.0, 0.0, 19, 60) == (0.0, pytest.approx(q2 / (60 + q2)))
+    assert jackknife.logit_t_interval(1.0, 0.0, 19, 60) == (pytest.approx(60 / (60 + q2)), 1.0)
     # p inside (0, 1) but no design variance (every pair alike): Wilson with n = clusters
     p, n = 0.25, 40
     centre = (p + q2 / (2 * n)) / (1 + q2 / n)
     half = math.sqrt(q2) * math.sqrt(p * (1 - p) / n + q2 / (4 * n * n)) / (1 + q2 / n)
-    assert stats.logit_t_interval(p, 0.0, 19, n) == (pytest.approx(centre - half), pytest.approx(centre + half))
+    assert jackknife.logit_t_interval(p, 0.0, 19, n) == (pytest.approx(centre - half), pytest.approx(centre + half))
 
 
 def test_ratio_jackknife_by_hand_and_equal_to_the_weight_matrix():
@@ -45,8 +46,8 @@ def test_ratio_jackknife_by_hand_and_equal_to_the_weight_matrix():
     loo = np.array([(1.5 * (0 + 2) + 4) / (1.5 * 6 + 6), (1.5 * (1 + 2) + 4) / (1.5 * 6 + 6),
                     (1.5 * (1 + 0) + 4) / (1.5 * 4 + 6), (3 + 2 * 1) / (8 + 2 * 2), (3 + 2 * 3) / (8 + 2 * 4)])
     expected = math.sqrt(2 / 3 * np.sum((loo[:3] - loo[:3].mean()) ** 2) + 1 / 2 * np.sum((loo[3:] - loo[3:].mean()) ** 2))
-    assert stats.ratio_jackknife(y, n, strata) == pytest.approx(expected, rel=1e-12)
-    w = stats.jackknife_weights(strata, slice(None))
+    assert jackknife.ratio_jackknife(y, n, strata) == pytest.approx(expected, rel=1e-12)
+    w = jackknife.jackknife_weights(strata, slice(None))
     assert w[0].tolist() == [0.0, 1.5, 1.5, 1.0, 1.0] and w[4].tolist() == [1.0, 1.0, 1.0, 2.0, 0.0]
     assert np.allclose((w @ y) / (w @ n), loo)
 
@@ -77,9 +78,9 @@ def test_closed_form_jackknife_equals_the_weight_matrix_for_every_metric():
             pairs.append(stats.PairResponse(f"p{i}", answers[0], answers[1], conf[0], conf[1], run,
                                             ("Culture", "Behavior", "Aesthetic")[i % 3]))
     g = stats.pair_grid(pairs, human={f"p{i}": rng.integers(0, 6) / 5 for i in range(0, 60, 2)})
-    strata = stats.pooled_strata(g.stratum)
+    strata = jackknife.pooled_strata(g.stratum)
     closed = stats._scoped(g, None, jackknife=strata)
-    matrix = stats._scoped(g, stats.jackknife_weights(strata, slice(None)))
+    matrix = stats._scoped(g, jackknife.jackknife_weights(strata, slice(None)))
     for key in closed:
         assert np.allclose(closed[key], matrix[key], equal_nan=True), key
 
@@ -116,7 +117,7 @@ def test_response_rates_interval_by_hand():
     # equal cluster sizes: the jackknife SE of the ratio is sd(y / 6, ddof=1) / sqrt(25)
     per_pair = counts["refusal"] / 6
     assert out["refusal_rate_stderr"] == pytest.approx(per_pair.std(ddof=1) / 5, rel=1e-12)
-    low, high = stats.logit_t_interval(5 / 150, out["refusal_rate_stderr"], 24, 25)
+    low, high = jackknife.logit_t_interval(5 / 150, out["refusal_rate_stderr"], 24, 25)
     assert (out["refusal_rate_ci_low"], out["refusal_rate_ci_high"]) == (pytest.approx(low), pytest.approx(high))
     none = stats.response_rates(["Culture"] * 25, {"responses": np.full(25, 6.0), "refusal": np.zeros(25)}, 1, 0)[None]
     q2 = student_t.ppf(0.975, 24) ** 2
@@ -125,6 +126,6 @@ def test_response_rates_interval_by_hand():
 
 
 def test_pooled_strata_collapses_single_pair_strata():
-    assert stats.pooled_strata(["a", "a", "b", "c", "c"]).tolist() == [0, 0, 0, 1, 1]  # b joins the smallest other
-    assert stats.pooled_strata(["a", "a", "b", "c"]).tolist() == [0, 0, 1, 1]  # b and c pooled
-    assert stats.design_df(stats.pooled_strata(["a", "a", "b", "c"])) == 2
+    assert jackknife.pooled_strata(["a", "a", "b", "c", "c"]).tolist() == [0, 0, 0, 1, 1]  # b joins the smallest other
+    assert jackknife.pooled_strata(["a", "a", "b", "c"]).tolist() == [0, 0, 1, 1]  # b and c pooled
+    assert jackknife.design_df(jackknife.pooled_strata(["a", "a", "b", "c"])) == 2
