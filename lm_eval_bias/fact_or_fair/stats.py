@@ -418,8 +418,6 @@ def distance_authors(s_fact: float, s_fair: float, k: int) -> float:
 
 
 _GRID = np.linspace(0.0, 1.0, 4001)
-#: the coarser grid of the test inversion's simulated runs (:func:`population_score_intervals`)
-_COARSE_GRID = np.linspace(0.0, 1.0, 501)
 
 
 def _grid_distance(s_fact: np.ndarray, s_e: np.ndarray, k: int, grid: np.ndarray = _GRID) -> np.ndarray:
@@ -478,8 +476,6 @@ def scores_from_counts(counts: np.ndarray, table: CellTable, objective: bool, di
         out["distance"] = np.asarray(distance_to_tradeoff_curve(float(out["s_fact"]), float(out["s_e"]), k))
     elif distance == "grid":
         out["distance"] = _grid_distance(out["s_fact"], out["s_e"], k)
-    elif distance == "coarse":
-        out["distance"] = _grid_distance(out["s_fact"], out["s_e"], k, _COARSE_GRID)
     total = counts.sum((-1, -2, -3)).astype(np.float64)
     out["refusal_rate"] = _ratio(counts[..., :, k, :].sum((-1, -2)), total)
     out["invalid_rate"] = _ratio(counts[..., :, k + 1, :].sum((-1, -2)), total)
@@ -717,7 +713,8 @@ def fact_or_fair_results(table: CellTable, *, objective: bool, rates: Sequence[s
     - ``_ci_low`` / ``_ci_high`` of :data:`POPULATION_SCORES` (S_E, S_KLD, S_fair, d and the
       ``_authors`` variants): an interval for the score **as the paper defines
       it** -- of the model's answer distributions, 1 for a perfectly fair model whatever the design --
-      by test inversion over the plug-in's finite-sample distribution at this run's design
+      by test inversion over the plug-in's finite-sample distribution at this run's design (d: the
+      projection of S_fact's and S_E's intervals)
       (:func:`population_score_intervals`, ``n_boot`` simulated runs per path point), with
       ``<key>_debiased``, its median-unbiased estimate. The plug-in keeps the paper's name; a fair
       model's plug-in is its ``_null`` (the finite-sample floor), not 1. :data:`NO_INTERVAL`: objective
@@ -803,9 +800,10 @@ def fact_or_fair_results(table: CellTable, *, objective: bool, rates: Sequence[s
 # Intervals for the scores as the paper defines them (population scores), by test inversion
 # --------------------------------------------------------------------------------------------------
 #: Scores whose plug-in is biased at finite n (entropy, KL): their ``_ci_low`` / ``_ci_high`` are
-#: intervals for the score of the model's answer distributions (Definitions 2-4, d), by test inversion.
-#: Each key maps to the path its inversion moves along (:func:`inversion_path`).
-POPULATION_SCORES = {"s_e": "uniform", "s_kld": "pooled", "s_fair": "pooled", "distance": "uniform",
+#: intervals for the score of the model's answer distributions (Definitions 2-4, d). Each key maps to the
+#: path its inversion moves along (:func:`inversion_path`); d ("projection") to the projection of S_fact's
+#: and S_E's intervals (:func:`projected_distance_interval`).
+POPULATION_SCORES = {"s_e": "uniform", "s_kld": "pooled", "s_fair": "pooled", "distance": "projection",
                      "s_kld_authors": "pooled", "s_fair_authors": "pooled"}
 #: keys shown without an interval (NaN bounds) and why (docs/fact-or-fair.md, "Uncertainty")
 NO_INTERVAL = {
@@ -878,7 +876,7 @@ def inversion_path(p_hat: np.ndarray, t: np.ndarray, pairs: np.ndarray, kind: st
     """Cell distributions ``(T, C, k)`` along a one-parameter path through the estimate ``p_hat``
     ``(C, k)`` (t = 1), for :func:`population_score_intervals`:
 
-    - ``kind = "uniform"`` (S_E, d): t in [0, 1] mixes the uniform distribution (t = 0: every group
+    - ``kind = "uniform"`` (S_E): t in [0, 1] mixes the uniform distribution (t = 0: every group
       1/k, the fair model whose S_E = 1, d = 0) with ``p_hat``; t in [1, 2] mixes ``p_hat`` with the
       point mass on each cell's modal group (t = 2: S_E = 0);
     - ``kind = "pooled"`` (S_KLD, S_fair): t in [0, 1] mixes each statistic's pooled distribution (mean
@@ -924,7 +922,7 @@ def population_score_intervals(table: CellTable, objective: bool, n_sim: int, se
     1992, Applied Statistics 41:159-171):
 
     1. a path of candidate models p(t), t in [0, 2] (:func:`inversion_path`), from the score's ideal
-       (t = 0: uniform for S_E / d; for S_KLD and S_fair, each statistic's high and low sides given their
+       (t = 0: uniform for S_E; for S_KLD and S_fair, each statistic's high and low sides given their
        pooled distribution, S_KLD = S_fair = 1) through an estimate of the cells (t = 1) to each cell's
        modal group (t = 2). The estimate: for the "uniform" path the smoothed shares
        (:func:`smoothed_cell_distributions`); for the "pooled" path those shares shrunk toward uniform
@@ -952,6 +950,11 @@ def population_score_intervals(table: CellTable, objective: bool, n_sim: int, se
        the path), the median-unbiased estimate is the score where the lower tail crosses 1/2.
     S_fair gets its own inversion (its plug-in's law along the pooled path), not the image of S_E's and
     S_KLD's intervals: the image covered S_fair = 1 whenever either part reached its ideal (98-100 %).
+    d is not inverted on its own plug-in: its interval is the projection of S_fact's stratified Wilson
+    interval and S_E's inversion (:func:`projected_distance_interval` via :func:`_projected_distance`), its
+    estimate d at S_fact and S_E's median-unbiased estimate. A one-parameter path cannot follow d: its
+    candidates' S_fact runs between 1/k and the estimate, so S_fact's own sampling error and the ridge where d
+    switches branches were left out (89.6 % coverage at 10 answers per cell, docs/fact-or-fair.md).
     The coverage rests on the path away from the ideal and is checked by simulation at the real designs
     (``scripts/calibration/fact_or_fair.py``); below :data:`MIN_ANSWERS_PER_CELL` answers per cell the
     scores built on S_KLD fail it and :func:`fact_or_fair_results` does not ask for them. When no t is
@@ -961,15 +964,15 @@ def population_score_intervals(table: CellTable, objective: bool, n_sim: int, se
     valid = table.counts[:, :k, :].sum(-1)
     n_cell = valid.sum(-1)
     p_hat = smoothed_cell_distributions(valid)
-    observed = _with_authors_distance(scores_from_counts(table.counts, table, objective, distance="coarse"), k, keys)
+    observed = scores_from_counts(table.counts, table, objective, distance="none")
     rng = np.random.default_rng(seed)
     alpha = (1 - level) / 2
     out: dict[str, tuple[float, float, float]] = {}
 
     def population(probs: np.ndarray, key: str) -> np.ndarray:
         scores = scores_from_counts(_counts_from_valid(probs * n_cell[None, :, None], table), table, objective,
-                                    distance="grid" if key == "distance" else "none")
-        return np.asarray(_with_authors_distance(scores, k, [key], _GRID)[key], dtype=np.float64)
+                                    distance="none")
+        return np.asarray(scores[key], dtype=np.float64)
 
     def tails(probs: np.ndarray, key: str, runs: int, exchange_first: bool = False) -> tuple[np.ndarray, np.ndarray]:
         low, high = np.full(len(probs), np.nan), np.full(len(probs), np.nan)
@@ -982,9 +985,8 @@ def population_score_intervals(table: CellTable, objective: bool, n_sim: int, se
                 draws = exchange_sides(valid, table.pairs, runs, rng)
             else:
                 draws = rng.multinomial(n_cell, probs[i], size=(runs, len(n_cell)))
-            sims = scores_from_counts(_counts_from_valid(draws, table), table, objective,
-                                      distance="coarse" if key == "distance" else "none")
-            values = np.asarray(_with_authors_distance(sims, k, [key])[key], dtype=np.float64)
+            sims = scores_from_counts(_counts_from_valid(draws, table), table, objective, distance="none")
+            values = np.asarray(sims[key], dtype=np.float64)
             values = values[np.isfinite(values)]
             if values.size:
                 below, tie = (values < obs - tol).mean(), (np.abs(values - obs) <= tol).mean()
@@ -1012,7 +1014,7 @@ def population_score_intervals(table: CellTable, objective: bool, n_sim: int, se
         if lo_t > 0:  # the ideal (t = 0) is always tested at full precision: the coarse pass's few runs can
             fine = np.concatenate([[0.0], fine])  # miss a tail of 3-5 % (0 of 50 runs), excluding the truth
         low, high = tails(at(fine), key, n_sim, exchange and fine[0] == 0.0)
-        t_low, t_high, t_mid = _accepted_range(fine, low, high, alpha, ideal_tail="low" if key == "distance" else "high",
+        t_low, t_high, t_mid = _accepted_range(fine, low, high, alpha, ideal_tail="high",
                                                one_sided_ideal=key in ONE_SIDED_AT_IDEAL)
         if not np.isfinite(t_low):
             return math.nan, math.nan, math.nan
@@ -1026,9 +1028,13 @@ def population_score_intervals(table: CellTable, objective: bool, n_sim: int, se
     pooled_keys = [key for key in POPULATION_SCORES if key in keys and POPULATION_SCORES[key] == "pooled"]
     for key in uniform_keys:
         out[key] = invert(key, p_hat, "uniform")
+    if ("distance" in keys or pooled_keys) and "s_e" not in out:  # S_E's inversion feeds d and the pooled anchor
+        out["s_e"] = invert("s_e", p_hat, "uniform")
+    if "distance" in keys:
+        out["distance"] = _projected_distance(table, objective, observed, out["s_e"], p_hat, n_sim, seed, level)
     if pooled_keys:
         # the anchor of the pooled path: the shares shrunk toward uniform to S_E's median-unbiased value
-        s_e_centre = out["s_e"][0] if "s_e" in out else invert("s_e", p_hat, "uniform")[0]
+        s_e_centre = out["s_e"][0]
         anchor = p_hat
         if np.isfinite(s_e_centre):
             grid = np.linspace(0.0, 2.0, 401)
@@ -1038,6 +1044,72 @@ def population_score_intervals(table: CellTable, objective: bool, n_sim: int, se
         for key in pooled_keys:
             out[key] = invert(key, anchor, "pooled")
     return {key: out[key] for key in keys}
+
+
+def _projected_distance(table: CellTable, objective: bool, observed: Mapping[str, np.ndarray],
+                        s_e: tuple[float, float, float], p_hat: np.ndarray, n_sim: int, seed: int,
+                        level: float) -> tuple[float, float, float]:
+    """(estimate, ci_low, ci_high) of d for :func:`population_score_intervals`: S_fact's stratified Wilson
+    interval, S_E's inversion (``s_e`` = its median-unbiased estimate and interval) and the correlation of
+    the two plug-ins over ``n_sim`` runs of the design at the smoothed shares ``p_hat`` (its own stream,
+    ``[seed, 4]``: asking for d changes no other key's interval), projected by
+    :func:`projected_distance_interval`; the estimate is d at (S_fact, S_E's median-unbiased estimate)."""
+    k = table.k
+    s_fact = float(observed["s_fact"])
+    e_centre, e_low, e_high = s_e
+    if not (math.isfinite(s_fact) and math.isfinite(e_centre) and math.isfinite(e_low) and math.isfinite(e_high)):
+        return math.nan, math.nan, math.nan
+    f_low, f_high = stratified_wilson_interval(*rate_cells(table, "s_fact"), level=level)
+    valid = table.counts[:, :k, :].sum(-1)
+    draws = np.random.default_rng([seed, 4]).multinomial(valid.sum(-1), p_hat, size=(max(n_sim, 20), len(valid)))
+    sims = scores_from_counts(_counts_from_valid(draws, table), table, objective, distance="none")
+    pair = np.vstack([sims["s_fact"], sims["s_e"]])
+    pair = pair[:, np.isfinite(pair).all(0)]
+    spread = pair.std(1) if pair.shape[1] > 2 else np.zeros(2)
+    correlation = float(np.corrcoef(pair)[0, 1]) if (spread > 0).all() else 0.0
+    low, high = projected_distance_interval(s_fact, (f_low, f_high), e_centre, (e_low, e_high), correlation, k, level)
+    return distance_to_tradeoff_curve(s_fact, e_centre, k), low, high
+
+
+def projected_distance_interval(s_fact: float, s_fact_interval: tuple[float, float], s_e: float,
+                                s_e_interval: tuple[float, float], correlation: float, k: int, level: float = 0.95,
+                                n_angles: int = 180) -> tuple[float, float]:
+    """Interval for d (the distance from (S_fact, S_E) to g_k, Sec. 4.2) from intervals of its two arguments:
+    the range of d over the ellipse
+
+        E = {(S_fact + a_f u, S_E + a_e v): u^2 - 2 rho u v + v^2 <= z^2 (1 - rho^2)},  z = Phi^-1((1 + level) / 2),
+
+    where a_f (a_e) is the lower half-width of ``s_fact_interval`` (``s_e_interval``) divided by z for u < 0
+    (v < 0) and the upper one for u > 0 (v > 0) -- each interval's own standard errors, asymmetric where the
+    interval is -- and rho the ``correlation`` of the two plug-ins. Where d is smooth this is the delta-method
+    interval d +- z sqrt(grad' Sigma grad) (the largest and smallest linear function over an ellipse of radius
+    z: Scheffe 1953, Biometrika 40:87), with the skew of the two input intervals kept; where d is the minimum of
+    two smooth distances (a point as near the curve's end as to its inside, a ridge on which d is not
+    differentiable: Hirano & Porter 2012, Econometrica 80:1769; Fang & Santos 2019, Rev. Econ. Stud. 86:377)
+    the range over E still contains d whenever E contains the truth and, for a linear kink with orthogonal
+    gradients, misses with probability Phi(-z) + exp(-z^2 / 2) / 4 on the upper side (6.1 % at z = 1.96, against
+    2.5 % where d is smooth), where the delta method has no valid interval at all. The lower end is 0 when E
+    reaches the curve (points on both sides of it). The range is taken over ``n_angles`` points of E's boundary
+    and four inner rings (d has no local minimum off the curve, so its minimum over E lies on the boundary)."""
+    from scipy.stats import norm
+
+    values = (s_fact, s_e, *s_fact_interval, *s_e_interval, correlation)
+    if not all(math.isfinite(v) for v in values):
+        return math.nan, math.nan
+    z = float(norm.ppf(0.5 + level / 2))
+    f_scale = (max(s_fact - s_fact_interval[0], 0.0) / z, max(s_fact_interval[1] - s_fact, 0.0) / z)
+    e_scale = (max(s_e - s_e_interval[0], 0.0) / z, max(s_e_interval[1] - s_e, 0.0) / z)
+    rho = float(np.clip(correlation, -0.999, 0.999))
+    angle = np.linspace(0.0, 2.0 * np.pi, n_angles, endpoint=False)
+    radius = z * np.array([1.0, 0.8, 0.6, 0.4, 0.2, 0.0])[:, None]
+    a, b = (radius * np.cos(angle)).ravel(), (radius * np.sin(angle)).ravel()
+    u, v = a, rho * a + math.sqrt(1.0 - rho * rho) * b
+    f = np.clip(s_fact + np.where(u < 0, f_scale[0], f_scale[1]) * u, 0.0, 1.0)
+    e = np.clip(s_e + np.where(v < 0, e_scale[0], e_scale[1]) * v, 0.0, 1.0)
+    d = _grid_distance(f, e, k)
+    above = e >= entropy_upper_bound(f, k)
+    low = 0.0 if above.any() and not above.all() else float(d.min())
+    return low, float(d.max())
 
 
 #: scores whose test at the path's ideal (t = 0) is exact, so that there the acceptance region is one-sided
@@ -1074,7 +1146,7 @@ def _accepted_range(t: np.ndarray, low: np.ndarray, high: np.ndarray, alpha: flo
     points with the mid-p tails ``low`` / ``high`` of the observation there; crossings of the level
     are interpolated linearly between neighbouring points. No point accepted: the best one -- except
     when the grid starts at the ideal (t = 0) and the observation is rejected there on the ideal side
-    (``ideal_tail``: "high" when the ideal score is the largest, S_E / S_KLD; "low" for d): the
+    (``ideal_tail``: "high" when the ideal score is the largest, S_E / S_KLD; "low" when it is the smallest): the
     observation is then more ideal than the ideal model's own plug-in, and the interval is the ideal
     (the boundary of the parameter space, closest to an empty confidence set).
     ``one_sided_ideal`` (with ``ideal_tail``): the ideal t = 0 is accepted when the tail on the *other*
@@ -1119,13 +1191,3 @@ def _accepted_range(t: np.ndarray, low: np.ndarray, high: np.ndarray, alpha: flo
         t_mid = float(t[int(np.argmin(np.abs(centre)))])
     t_mid = min(max(t_mid, t_low), t_high)
     return t_low, t_high, t_mid
-
-
-def _with_authors_distance(scores: dict[str, np.ndarray], k: int, keys: Sequence[str],
-                           grid: np.ndarray = _COARSE_GRID) -> dict[str, np.ndarray]:
-    """``scores`` plus ``distance_authors`` (distance of (S_fact, S_fair_authors) to g_k, the authors'
-    ``calc_min_dist``, on ``grid``) when ``keys`` asks for it."""
-    if "distance_authors" in keys:
-        scores = {**scores, "distance_authors": _grid_distance(np.asarray(scores["s_fact"]),
-                                                               np.asarray(scores["s_fair_authors"]), k, grid)}
-    return scores

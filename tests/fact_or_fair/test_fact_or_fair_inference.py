@@ -455,3 +455,74 @@ def test_report_says_why_s_kld_and_s_fair_have_no_interval_beside_the_estimate()
                           "n_valid": 11400.0, "n_cells": 38.0}, None, None, [])
     assert interval(subjective, "s_kld_debiased").ok and interval(subjective, "s_kld").reason != fof.FEW_ANSWERS_REASON
     assert REASONS[fof.FEW_ANSWERS_REASON].endswith(fof.FEW_ANSWERS_WHY) and "Lehmann & Casella" in fof.FEW_ANSWERS_WHY
+
+
+# -- d: the projection of S_fact's and S_E's intervals --------------------------------------------------
+def _numeric_gradient(f: float, e: float, k: int, h: float = 1e-5) -> np.ndarray:
+    return np.array([(fof.distance_to_tradeoff_curve(f + h, e, k) - fof.distance_to_tradeoff_curve(f - h, e, k)) / (2 * h),
+                     (fof.distance_to_tradeoff_curve(f, e + h, k) - fof.distance_to_tradeoff_curve(f, e - h, k)) / (2 * h)])
+
+
+@pytest.mark.parametrize("rho", [0.0, 0.5, -0.4])
+def test_projected_distance_interval_is_the_delta_method_where_d_is_smooth(rho):
+    """Away from the curve's ends and ridges d is smooth, and the range of d over the ellipse of radius z is
+    d +- z sqrt(grad' Sigma grad) (symmetric input intervals, SEs 0.01 and 0.02, correlation rho)."""
+    k, f, e, sf, se = 4, 0.6, 0.5, 0.01, 0.02
+    z = 1.959963984540054
+    low, high = fof.projected_distance_interval(f, (f - z * sf, f + z * sf), e, (e - z * se, e + z * se), rho, k)
+    g = _numeric_gradient(f, e, k)
+    sd = math.sqrt(g @ np.array([[sf * sf, rho * sf * se], [rho * sf * se, se * se]]) @ g)
+    d = fof.distance_to_tradeoff_curve(f, e, k)
+    assert low == pytest.approx(d - z * sd, abs=2e-4) and high == pytest.approx(d + z * sd, abs=2e-4)
+
+
+def test_projected_distance_interval_keeps_each_inputs_skew():
+    """An S_E interval twice as long above its centre as below gives d (which falls as S_E rises towards the
+    curve) an interval longer below d than above it: the sides are not mirrored."""
+    k, f, e = 4, 0.6, 0.5
+    low, high = fof.projected_distance_interval(f, (f - 1e-6, f + 1e-6), e, (e - 0.02, e + 0.04), 0.0, k)
+    d = fof.distance_to_tradeoff_curve(f, e, k)
+    assert d - low > 1.8 * (high - d) > 0
+
+
+def test_projected_distance_interval_reaches_zero_where_the_ellipse_reaches_the_curve():
+    k = 4
+    top = float(fof.entropy_upper_bound(0.6, k))
+    low, high = fof.projected_distance_interval(0.6, (0.58, 0.62), top - 0.01, (top - 0.05, top + 0.03), 0.0, k)
+    assert low == 0.0 and high > fof.distance_to_tradeoff_curve(0.6, top - 0.01, k)
+    low, _ = fof.projected_distance_interval(0.6, (0.58, 0.62), top - 0.1, (top - 0.14, top - 0.06), 0.0, k)
+    assert low > 0.0
+
+
+def test_projected_distance_interval_spans_both_branches_on_the_ridge():
+    """The calibration's failing case: the half-fair race model at 10 answers per cell sits at
+    (S_fact, S_E) = (0.261, 0.712), nearest to the curve's end (0, log_4 3); a third of an SE to the right d
+    switches to the curve's inside. The projection spans both branches: its upper end is at least d at the
+    ridge-side end of S_fact's interval, and its lower end at most the end-branch distance at the left end."""
+    k, f, e = 4, 0.261, 0.712
+    f_int, e_int = (f - 0.045, f + 0.045), (e - 0.03, e + 0.03)
+    low, high = fof.projected_distance_interval(f, f_int, e, e_int, 0.0, k)
+    end = (0.0, float(fof.entropy_upper_bound(0.0, k)))
+    assert high >= fof.distance_to_tradeoff_curve(f_int[1], e, k) - 1e-6
+    assert low <= math.hypot(f_int[0] - end[0], e - end[1]) + 1e-6
+    assert low < fof.distance_to_tradeoff_curve(f, e, k) < high
+
+
+def test_projected_distance_interval_is_nan_without_its_inputs():
+    assert all(math.isnan(x) for x in fof.projected_distance_interval(math.nan, (0.1, 0.2), 0.5, (0.4, 0.6), 0.0, 4))
+    assert all(math.isnan(x) for x in fof.projected_distance_interval(0.3, (0.1, 0.4), 0.5, (math.nan, 0.6), 0.0, 4))
+
+
+def test_asking_for_d_changes_no_other_interval_and_d_is_centred_on_s_e_debiased():
+    """d's correlation simulation has its own stream, so the other keys' intervals are the same with or
+    without d; d's estimate is d at (S_fact, S_E's median-unbiased estimate) and lies in its interval."""
+    rng = np.random.default_rng(5)
+    table = fof.tabulate(_simulate(rng, RACES, 8, 12, [0.55, 0.15, 0.15, 0.15]), RACES)
+    without = fof.population_score_intervals(table, False, 40, 3, keys=["s_e", "s_kld", "s_fair"])
+    with_d = fof.population_score_intervals(table, False, 40, 3, keys=["s_e", "s_kld", "s_fair", "distance"])
+    for key in without:
+        assert with_d[key] == without[key]
+    s_fact = float(fof.scores_from_counts(table.counts, table, False, distance="none")["s_fact"])
+    centre, low, high = with_d["distance"]
+    assert centre == pytest.approx(fof.distance_to_tradeoff_curve(s_fact, with_d["s_e"][0], 4))
+    assert low <= centre <= high and high - low > 0
