@@ -252,6 +252,31 @@ def run(n_seeds: int, n_boot: int, quick: bool, only: str | None = None, kinds: 
     return rows
 
 
+def independent_stream(d_index: int, m_index: int, n_seeds: int, entropy: int = 777_000_001,
+                       n_sim: int = MAX_SIM) -> dict[str, float]:
+    """Coverage of S_E's and d's intervals for the model of one row of :func:`run` (its design's and model's
+    places ``d_index`` / ``m_index`` in the full lists, the same model as the table's row) on an independent
+    data stream (``[entropy, d + 1, m + 1]``) and independent method seeds: the rerun of a row outside the
+    band, to tell a procedure's miscalibration from the table's 250-seed stream (docs/fact-or-fair.md)."""
+    designs = [(_design(18, 1, 3, 4, True), ("fair", "equal sides", "mixed", "biased", "strong")),
+               (_design(15, 1, 3, 2, True), ("fair", "mixed", "biased")),
+               (_design(19, 3, 100, 4, False), ("fair", "equal sides", "mixed", "biased")),
+               (_design(18, 1, fof.MIN_ANSWERS_PER_CELL, 4, True), ("fair", "equal sides", "mixed", "biased", "strong"))]
+    (template, scenarios, per_scenario, objective), models = designs[d_index]
+    model_rng = np.random.default_rng(data_key(20261123, "data", d_index, m_index))
+    probs = _model(model_rng, template.counts.shape[0], scenarios, template.k, models[m_index])
+    truth = defined_scores(template, probs, per_scenario, objective)
+    rng = np.random.default_rng([entropy, d_index + 1, m_index + 1])
+    hits: dict[str, list[bool]] = {"s_e": [], "distance": []}
+    for s in range(n_seeds):
+        counts = _draw(rng, probs, per_scenario, 1, None)[0]
+        out = fof.population_score_intervals(_table(template, counts), objective, n_sim, 900_000_000 + 10 * s,
+                                             keys=list(hits))
+        for key in hits:
+            hits[key].append(out[key][1] - 1e-9 <= truth[key] <= out[key][2] + 1e-9)
+    return {key: float(np.mean(v)) for key, v in hits.items()}
+
+
 #: refusal / invalid models of :func:`run_refusal_rates`: (label, Beta parameters of the per-statistic
 #: refusal probability, invalid probability)
 REFUSAL_MODELS = (("refusals common and heterogeneous: per-statistic refusal probability ~ Beta(2, 18) (mean 0.10), "
