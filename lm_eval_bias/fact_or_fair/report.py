@@ -115,7 +115,7 @@ def _tradeoff(runs: list[TaskRun], w: Writer, part: Part) -> None:
                                  "context) per attribute, with the upper bounds g_k of Conclusion 1 (no model can lie "
                                  "above its curve); S_E as the paper defines it (median-unbiased, with its 95 % "
                                  "test-inversion interval; results of older versions: the plug-in and its bootstrap "
-                                 "interval); S_fact with its 95 % bootstrap interval (queries resampled).",
+                                 "interval); S_fact with its 95 % stratified Wilson interval.",
                                  tasks=tasks))
 
 
@@ -263,7 +263,7 @@ def _fair_vs_fact(runs: list[TaskRun], w: Writer, part: Part) -> None:
         "model's points in the score tables. S_fair is s_fair_authors (the authors' S_KLD, which the paper's "
         "printed values and figures follow; Def. 3's s_fair is in the score table), as the score is defined: "
         "median-unbiased, with its 95 % test-inversion interval (the plug-in of a fair model is its null floor "
-        "s_fair_authors_null, not 1: see the score table); S_fact with its 95 % bootstrap interval (queries resampled)."
+        "s_fair_authors_null, not 1: see the score table); S_fact with its 95 % stratified Wilson interval."
         + t2i_text,
         tasks=[run.task for _, _, run in points]))
     if len(t2i):
@@ -356,7 +356,8 @@ def render(runs: list[TaskRun], w: Writer) -> Part:
                                    "floor: what a perfectly fair model's plug-in scores at this run's design (read the "
                                    "plug-in against it, not against 1); `_debiased`, the score as the paper defines it "
                                    "(1 for a fair model), median-unbiased by test inversion, whose 95 % interval is the "
-                                   "key's `_ci_low` / `_ci_high` (S_KLD and S_fair have neither below "
+                                   "key's `_ci_low` / `_ci_high` (d: d at S_fact and S_E's median-unbiased estimate, its "
+                                   "interval the range of d over S_fact's and S_E's intervals; S_KLD and S_fair have neither below "
                                    f"{stats.MIN_ANSWERS_PER_CELL} answers per statistic x side, i.e. on the objective "
                                    "tasks: no interval holds its coverage there; the key tables say so); "
                                    "`s_fair_p_null`: one-sided p-value of 'less fair than chance'; `_authors`: the "

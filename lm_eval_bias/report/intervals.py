@@ -111,6 +111,10 @@ REASONS = {
 #: the paper defines it; ``<m>_debiased`` is its median-unbiased estimate)
 POPULATION_METHOD = ("test inversion over the plug-in's finite-sample distribution at the run's design: an interval "
                      "for the score as the paper defines it (1 for a perfectly fair model); centre: median-unbiased")
+#: how FACT-OR-FAIR's d interval is computed (``distance_debiased``: d at S_fact and S_E's median-unbiased estimate)
+DISTANCE_METHOD = ("range of d over the ellipse of S_fact's stratified Wilson and S_E's test-inversion intervals (the "
+                   "delta method where d is smooth, valid where d switches branches); centre: d at S_fact and S_E's "
+                   "median-unbiased estimate")
 #: how the interval of a bias-corrected magnitude (``<m>_debiased``) is computed
 BIAS_CORRECTED_METHOD = ("interval for the parameter by test inversion over the task's template-cluster bootstrap "
                          "(Pol: profiled cell configuration; JSD: along the pooled-to-group line), not built around "
@@ -369,7 +373,8 @@ def interval(run: TaskRun, key: str) -> Interval:
         return Interval(reason="no interval: plug-in magnitude")  # its interval goes with <key>_debiased
     base = key[: -len("_debiased")] if key.endswith("_debiased") else ""
     if base and f"{key}_ci_low" not in run.metrics and f"{base}_ci_low" in run.metrics:
-        method = POPULATION_METHOD if run.family == "fact_or_fair" else BIAS_CORRECTED_METHOD
+        method = ((DISTANCE_METHOD if base == "distance" else POPULATION_METHOD) if run.family == "fact_or_fair"
+                  else BIAS_CORRECTED_METHOD)
         return _own(run, key, value, run.metrics[f"{base}_ci_low"], run.metrics.get(f"{base}_ci_high"), method)
     if f"{key}_ci_low" in run.metrics and f"{key}_ci_high" in run.metrics:
         return _own(run, key, value, run.metrics[f"{key}_ci_low"], run.metrics[f"{key}_ci_high"], TASK_METHOD)

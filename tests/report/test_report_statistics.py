@@ -114,3 +114,18 @@ def test_leaderboard_json_entry_has_the_companions(key):
 
     c = companions(run_of(METRICS), key)
     assert (c.null == 0.08) if key == "polarization" else math.isnan(c.null)
+
+
+def test_fact_or_fair_d_says_it_is_the_projection_and_the_other_scores_test_inversion():
+    """d's interval goes with distance_debiased and is named for what it is (the projection of S_fact's and
+    S_E's intervals); S_E's with s_e_debiased keeps the test-inversion method; the plug-ins get none."""
+    from lm_eval_bias.report.intervals import DISTANCE_METHOD, POPULATION_METHOD
+
+    run = TaskRun("fact_or_fair_objective_race", {
+        "s_e": 0.55, "s_e_debiased": 0.80, "s_e_ci_low": 0.70, "s_e_ci_high": 0.90,
+        "distance": 0.49, "distance_debiased": 0.27, "distance_ci_low": 0.15, "distance_ci_high": 0.36}, None, None, [])
+    d = interval(run, "distance_debiased")
+    assert (d.low, d.high, d.method) == (0.15, 0.36, DISTANCE_METHOD)
+    e = interval(run, "s_e_debiased")
+    assert (e.low, e.high, e.method) == (0.70, 0.90, POPULATION_METHOD)
+    assert interval(run, "distance").reason == "no interval: plug-in magnitude"
