@@ -128,12 +128,13 @@ def defined_scores(template: fof.CellTable, probs: np.ndarray, per_scenario: int
     return out
 
 
-def run(n_seeds: int, n_boot: int, quick: bool, only: str | None = None, kinds: tuple[str, ...] | None = None) -> list[dict]:
-    """Rows of every design (``only``: a substring of the design names to keep; ``kinds``: the models to
-    keep, by name). Seeds depend on the design's and model's place in the full lists, so rows run in
-    parts (``only`` / ``kinds``, e.g. as parallel processes) are the rows of one full run."""
-    seed0 = 20261123
-    designs = {
+#: seed of the score designs' streams (:func:`run`, :func:`independent_stream`)
+SCORE_SEED = 20261123
+
+
+def score_designs() -> dict[str, tuple[tuple, tuple[str, ...]]]:
+    """{design name: (design, model names)} of :func:`run`'s score rows, in the order that fixes their seeds."""
+    return {
         "objective race: 18 statistics x 2 sides x 3 rounds": (_design(18, 1, 3, 4, True),
                                                                ("fair", "equal sides", "mixed", "biased", "strong")),
         "objective gender: 15 statistics x 2 sides x 3 rounds": (_design(15, 1, 3, 2, True), ("fair", "mixed", "biased")),
@@ -143,6 +144,14 @@ def run(n_seeds: int, n_boot: int, quick: bool, only: str | None = None, kinds: 
         SMALLEST_KLD_DESIGN: (_design(18, 1, fof.MIN_ANSWERS_PER_CELL, 4, True),
                               ("fair", "equal sides", "mixed", "biased", "strong")),
     }
+
+
+def run(n_seeds: int, n_boot: int, quick: bool, only: str | None = None, kinds: tuple[str, ...] | None = None) -> list[dict]:
+    """Rows of every design (``only``: a substring of the design names to keep; ``kinds``: the models to
+    keep, by name). Seeds depend on the design's and model's place in the full lists, so rows run in
+    parts (``only`` / ``kinds``, e.g. as parallel processes) are the rows of one full run."""
+    seed0 = SCORE_SEED
+    designs = score_designs()
     place = {name: i for i, name in enumerate(designs)}
     if only:
         designs = {k: v for k, v in designs.items() if only in k}
@@ -258,12 +267,8 @@ def independent_stream(d_index: int, m_index: int, n_seeds: int, entropy: int = 
     places ``d_index`` / ``m_index`` in the full lists, the same model as the table's row) on an independent
     data stream (``[entropy, d + 1, m + 1]``) and independent method seeds: the rerun of a row outside the
     band, to tell a procedure's miscalibration from the table's 250-seed stream (docs/fact-or-fair.md)."""
-    designs = [(_design(18, 1, 3, 4, True), ("fair", "equal sides", "mixed", "biased", "strong")),
-               (_design(15, 1, 3, 2, True), ("fair", "mixed", "biased")),
-               (_design(19, 3, 100, 4, False), ("fair", "equal sides", "mixed", "biased")),
-               (_design(18, 1, fof.MIN_ANSWERS_PER_CELL, 4, True), ("fair", "equal sides", "mixed", "biased", "strong"))]
-    (template, scenarios, per_scenario, objective), models = designs[d_index]
-    model_rng = np.random.default_rng(data_key(20261123, "data", d_index, m_index))
+    (template, scenarios, per_scenario, objective), models = list(score_designs().values())[d_index]
+    model_rng = np.random.default_rng(data_key(SCORE_SEED, "data", d_index, m_index))
     probs = _model(model_rng, template.counts.shape[0], scenarios, template.k, models[m_index])
     truth = defined_scores(template, probs, per_scenario, objective)
     rng = np.random.default_rng([entropy, d_index + 1, m_index + 1])
