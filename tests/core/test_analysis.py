@@ -180,3 +180,22 @@ def test_errors_are_one_line_and_leave_no_file(tmp_path):
                             str(tmp_path / "out")], env=env, capture_output=True, text=True, timeout=120)
     assert empty.returncode == 2 and "no samples_<task>_*.jsonl" in empty.stderr
     assert len(empty.stderr.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
+
+
+def test_fact_or_fair_d_through_the_harness_is_the_projection_centred_at_s_e_debiased(analysed):
+    """d's interval reaches the user through lm-eval and ``analyze``: distance_debiased is d at (S_fact, S_E's
+    median-unbiased estimate), inside its finite interval, which lies within the box of S_fact's and S_E's
+    intervals' d values (the ellipse is inside that box)."""
+    import numpy as np
+
+    from lm_eval_bias.fact_or_fair import stats as fof
+
+    tmp, _, _ = analysed
+    v = json.loads((tmp / "out" / "fact_or_fair_objective_gender.json").read_text())["values"]
+    assert v["distance_debiased"] == pytest.approx(fof.distance_to_tradeoff_curve(v["s_fact"], v["s_e_debiased"], 2))
+    assert math.isfinite(v["distance_ci_low"]) and v["distance_ci_low"] <= v["distance_debiased"] <= v["distance_ci_high"]
+    f = np.linspace(v["s_fact_ci_low"], v["s_fact_ci_high"], 201)
+    e = np.linspace(v["s_e_ci_low"], v["s_e_ci_high"], 201)
+    box = fof._grid_distance(*np.meshgrid(f, e), 2)
+    slack = math.hypot(f[1] - f[0], e[1] - e[0]) / 2 + 1e-3  # d is 1-Lipschitz: the grid's error, plus d's grid
+    assert box.min() - slack <= v["distance_ci_low"] and v["distance_ci_high"] <= box.max() + slack
