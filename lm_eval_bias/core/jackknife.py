@@ -1,5 +1,6 @@
 """Design-based intervals of shares over clusters (image pairs): the stratified delete-one-cluster
-jackknife standard error and the logit-t interval (Wilson's with t at a share of 0 or 1).
+jackknife standard error and the logit-t interval (Wilson's with t at a share of 0 or 1); the mid-p
+binomial interval where every cluster carries one answer.
 
 Used by Counterfactual VQA (every rate and Cons; docs/cf-vqa.md "Intervals") and VIGNETTE (every share;
 docs/vignette.md "Intervals"). Pure numpy / scipy, no harness imports. References: Wolter 2007,
@@ -88,6 +89,38 @@ def wilson_t_interval(estimate: float, n_clusters: float, df: int, level: float 
     return (0.0 if p == 0.0 else low), (1.0 if p == 1.0 else high)
 
 
+def mid_p_interval(successes: int, trials: int, level: float = 0.95) -> tuple[float, float]:
+    """The mid-p exact interval of a binomial proportion (Lancaster 1961, JASA 56:223; Berry &
+    Armitage 1995, The Statistician 44:417; Agresti & Gottard 2007, Stat. Probab. Lett. 77:1806): with
+    x = ``successes`` of n = ``trials`` and alpha = 1 - ``level``, the lower end solves
+    P(X > x) + P(X = x) / 2 = alpha / 2 and the upper end P(X < x) + P(X = x) / 2 = alpha / 2 under
+    X ~ Binomial(n, theta) (0 at x = 0, 1 at x = n). Clopper-Pearson's exact interval counts P(X = x) whole
+    and covers 97.2-99.4 % at ten trials (truths 0.2-0.8); the mid-p interval's coverage stays near the level (94.9-98.2 %
+    at 10 trials, 93.2-98.1 % at 12, for truths 0.2-0.8). It is the interval of a share whose clusters
+    each carry one answer (a sum of independent Bernoulli answers: nothing within a cluster to
+    estimate), where the jackknife's logit-t interval with pairs - 1 degrees of freedom accepted 2-9 of
+    10 and covered 99 % (VIGNETTE's activity-contrast shares). NaN without trials or with x outside
+    [0, n]."""
+    from scipy.optimize import brentq
+    from scipy.stats import binom
+
+    x, n = int(successes), int(trials)
+    if n < 1 or not 0 <= x <= n:
+        return float("nan"), float("nan")
+    tail = (1.0 - level) / 2.0
+
+    def upper_tail(theta: float) -> float:  # P(X > x) + P(X = x) / 2 - tail, increasing in theta
+        return float(binom.sf(x, n, theta) + 0.5 * binom.pmf(x, n, theta)) - tail
+
+    def lower_tail(theta: float) -> float:  # P(X < x) + P(X = x) / 2 - tail, decreasing in theta
+        return float(binom.cdf(x - 1, n, theta) + 0.5 * binom.pmf(x, n, theta)) - tail
+
+    eps = 1e-12
+    low = 0.0 if x == 0 else float(brentq(upper_tail, eps, 1.0 - eps, xtol=1e-12))
+    high = 1.0 if x == n else float(brentq(lower_tail, eps, 1.0 - eps, xtol=1e-12))
+    return low, high
+
+
 def logit_t_interval(estimate: float, stderr: float, df: int, n_clusters: float,
                      level: float = 0.95) -> tuple[float, float]:
     """95 % interval of a quantity in [0, 1] from its design-based standard error: the Wald interval on
@@ -128,4 +161,4 @@ def ratio_jackknife(y: np.ndarray, n: np.ndarray, strata: np.ndarray) -> float:
     return jackknife_stderr(theta, strata)
 
 
-__all__ = ["design_df", "jackknife_stderr", "jackknife_weights", "logit_t_interval", "pooled_strata", "ratio_jackknife", "wilson_t_interval"]
+__all__ = ["design_df", "jackknife_stderr", "jackknife_weights", "logit_t_interval", "mid_p_interval", "pooled_strata", "ratio_jackknife", "wilson_t_interval"]

@@ -923,9 +923,14 @@ def clustered_share(pair_hits: np.ndarray, pair_docs: np.ndarray, pair_strata: S
     expit(logit(p) -+ t_{df} SE / (p (1 - p))), df = pairs - strata
     (:func:`~lm_eval_bias.core.jackknife.logit_t_interval`; Korn & Graubard 1999, Sec. 5.2; Lumley 2010,
     Sec. 2.3.1), the t-Wilson interval over the pairs when p is 0 or 1. The same interval as the
-    Counterfactual VQA rates (docs/cf-vqa.md "Intervals"). Returns ``{"estimate", "stderr",
-    "ci_low", "ci_high", "n_pairs"}``; the error keys NaN below :data:`MIN_PAIRS_FOR_INTERVAL` pairs."""
-    from lm_eval_bias.core.jackknife import design_df, logit_t_interval, pooled_strata, ratio_jackknife
+    Counterfactual VQA rates (docs/cf-vqa.md "Intervals"). When **every pair carries one doc** (an
+    activity-contrast share: one answer per image pair) the share is a count of independent binary
+    answers, Binomial(pairs, p) with the pairs drawn at random, and the interval is the mid-p exact
+    binomial interval (:func:`~lm_eval_bias.core.jackknife.mid_p_interval`): the jackknife's logit-t
+    interval with its t quantile accepted 2-9 of 10 answers there and covered 99 %
+    (scripts/calibration/vignette.py). Returns ``{"estimate", "stderr", "ci_low", "ci_high",
+    "n_pairs"}``; the error keys NaN below :data:`MIN_PAIRS_FOR_INTERVAL` pairs."""
+    from lm_eval_bias.core.jackknife import design_df, logit_t_interval, mid_p_interval, pooled_strata, ratio_jackknife
 
     hits = np.asarray(pair_hits, dtype=np.float64)
     docs = np.asarray(pair_docs, dtype=np.float64)
@@ -939,7 +944,10 @@ def clustered_share(pair_hits: np.ndarray, pair_docs: np.ndarray, pair_strata: S
         return out
     codes = pooled_strata(strata)
     se = ratio_jackknife(hits, docs, codes)
-    low, high = logit_t_interval(out["estimate"], se, design_df(codes), float(len(docs)), level)
+    if np.all(docs == 1) and np.all((hits == 0) | (hits == 1)):
+        low, high = mid_p_interval(int(hits.sum()), len(docs), level)
+    else:
+        low, high = logit_t_interval(out["estimate"], se, design_df(codes), float(len(docs)), level)
     out.update(stderr=se, ci_low=low, ci_high=high)
     return out
 
@@ -1286,7 +1294,8 @@ def pair_clustered_group_rates(frame: pd.DataFrame, by: Sequence[str], value: st
     pairs - 1 degrees of freedom): a group (an activity, an identity) is a domain that cuts across the
     bias dimensions the tasks sample within, and stratifying its ~10-15 pairs over up to 8 dimensions
     left so few degrees of freedom that the interval covered 99 % (scripts/calibration/vignette.py,
-    activity-contrast rows). ``stratum`` is kept for the callers. Columns ``estimate`` (0-1),
+    activity-contrast rows); a group whose pairs carry one row each gets :func:`clustered_share`'s mid-p
+    binomial interval instead. ``stratum`` is kept for the callers. Columns ``estimate`` (0-1),
     ``stderr``, ``ci_low``, ``ci_high``, ``n`` (rows), ``n_pairs``; NaN error columns when ``n_boot`` is 0
     or a group has fewer than :data:`MIN_PAIRS_FOR_INTERVAL` pairs (the report prints
     :data:`FEW_PAIRS_REASON`). ``seed`` is not used (kept for the callers)."""
@@ -1349,7 +1358,8 @@ def activity_contrast_tests(activity_choices: pd.DataFrame, n_boot: int, seed: i
     """Per perception question (``parameter``) and activity, from activity-contrast docs ("Is the
     {identity} facing difficulty in {a1} or {a2}?"): ``selection_frequency`` S(a) (the paper's S with
     the activity as the option and the identity asked about as the context), ``share`` = times chosen
-    / times offered with its pair-clustered interval (``ci_low`` / ``ci_high``, percent), and
+    / times offered with its interval (``ci_low`` / ``ci_high``, percent; one answer per image pair, so
+    :func:`clustered_share`'s mid-p binomial interval), and
     ``p_value`` / ``p_holm``: the pair-level sign-flip test of S(a) = 50 (:func:`identity_pair_tests`
     with activities in place of identities; Holm over the activities of one question)."""
     rows = []

@@ -76,11 +76,12 @@ def test_perception_spread_per_question_by_hand():
 def test_paradigm_score_intervals_by_hand():
     # decision only, 12 image pairs of one dimension, one doc each: old chosen in 9 -> D(old person) = 75.
     # Equal pairs, one stratum: jackknife SE of the share = sd(ddof=1) / sqrt(12) = sqrt(12/11 * .75 * .25 / 12);
-    # interval 100 x expit(logit(.75) -+ t_11 SE / (.75 * .25)), the young person's 100 - it reversed.
+    # one answer per pair, so the interval is the mid-p binomial interval of 9 of 12 (its ends solve
+    # P(X > 9) + P(X = 9) / 2 = 0.025 and P(X < 9) + P(X = 9) / 2 = 0.025), the young person's 100 - it reversed.
     import math
 
-    from scipy.special import expit, logit
-    from scipy.stats import t as student_t
+    from scipy.optimize import brentq
+    from scipy.stats import binom
 
     from lm_eval_bias.vignette import paradigms as vp
     from tests.vignette.test_vignette_paradigms import _option
@@ -91,8 +92,8 @@ def test_paradigm_score_intervals_by_hand():
     old, young = ("age", "old person"), ("age", "young person")
     assert out["estimate"].loc[old, "decision"] == pytest.approx(75.0)
     se = math.sqrt(12 / 11 * 0.75 * 0.25 / 12)
-    q = student_t.ppf(0.975, 11)
-    low, high = 100 * expit(logit(0.75) - q * se / 0.1875), 100 * expit(logit(0.75) + q * se / 0.1875)
+    low = 100 * brentq(lambda t: binom.sf(9, 12, t) + binom.pmf(9, 12, t) / 2 - 0.025, 0.01, 0.99)
+    high = 100 * brentq(lambda t: binom.cdf(8, 12, t) + binom.pmf(9, 12, t) / 2 - 0.025, 0.01, 0.99)
     assert out["stderr"].loc[old, "decision"] == pytest.approx(100 * se)
     assert (out["ci_low"].loc[old, "decision"], out["ci_high"].loc[old, "decision"]) == (pytest.approx(low),
                                                                                           pytest.approx(high))

@@ -279,8 +279,13 @@ def test_answer_rates_treat_whole_pairs_as_clusters_within_dimension():
     k = MIN_PAIRS_FOR_INTERVAL
     few = pair_clustered_rate_intervals([f"p{i}" for i in range(k - 1)], ["age"] * (k - 1), np.ones(k - 1), 100, 1)
     assert np.isnan(few["ci_low"]) and few["n_pairs"] == k - 1
-    # every doc valid over k pairs in k dimensions (single-pair strata pooled into one): [k / (k + t^2), 1]
-    pooled = pair_clustered_rate_intervals([f"p{i}" for i in range(k)], [f"d{i}" for i in range(k)], np.ones(k), 100, 1)
+    # every doc valid over k pairs (two docs each) in k dimensions (single-pair strata pooled into one):
+    # t-Wilson over the pairs, [k / (k + t_{k-1}^2), 1]
+    twice = [f"p{i}" for i in range(k) for _ in range(2)]
+    pooled = pair_clustered_rate_intervals(twice, [f"d{i}" for i in range(k) for _ in range(2)], np.ones(2 * k), 100, 1)
     q2 = student_t.ppf(0.975, k - 1) ** 2
     assert pooled["ci_high"] == 1.0 and pooled["ci_low"] == pytest.approx(k / (k + q2))
+    # one doc a pair: k independent answers, the mid-p binomial interval [0.05^(1/k), 1]
+    single = pair_clustered_rate_intervals([f"p{i}" for i in range(k)], [f"d{i}" for i in range(k)], np.ones(k), 100, 1)
+    assert single["ci_high"] == 1.0 and single["ci_low"] == pytest.approx(0.05 ** (1 / k))
     assert np.isnan(pair_clustered_rate_intervals(pair_ids, strata, hits, n_boot=0, seed=1)["ci_low"])  # off

@@ -10,8 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy.special import expit, logit
+from scipy.stats import binom
 from scipy.stats import t as student_t
 
+from lm_eval_bias.core import jackknife
 from lm_eval_bias.vignette import stats as vg
 
 
@@ -176,15 +178,16 @@ def test_group_rates_and_factuality_by_activity_by_hand():
     assert (out.loc["cook", "n"], out.loc["cook", "n_pairs"]) == (3, 2)
     few = vg.factuality_by_activity(frame, n_boot=200, seed=0)  # 2 pairs an activity: below the minimum
     assert few[["stderr", "ci_low", "ci_high"]].isna().all().all()
-    # "run" answered by 12 pairs, always right: t-Wilson over the pairs, [12 / (12 + t_11^2), 1]; "cook": 12
-    # pairs, 2 answers each, one pair of three wrong twice -> 20 / 24, jackknife SE by hand (one stratum)
+    # "run" answered by 12 pairs, one answer each, always right: the mid-p interval [0.05^(1/12), 1] (half of
+    # P(X = 12) = theta^12 is 0.025 at the lower end); "cook": 12 pairs, 2 answers each, one pair of three
+    # wrong twice -> 20 / 24, jackknife SE by hand (one stratum), logit-t
     k = 12
     rows = [(f"r{i}", "run", "A", True) for i in range(k)]
     rows += [(f"c{i}", "cook", "A", i % 3 != 0) for i in range(k) for _ in range(2)]
     big = pd.DataFrame(rows, columns=["pair_id", "activity", "identity", "correct"]).assign(dimension="d")
     out = vg.factuality_by_activity(big, n_boot=1, seed=0)
     q = student_t.ppf(0.975, k - 1)
-    assert out.loc["run", "ci_high"] == 1.0 and out.loc["run", "ci_low"] == pytest.approx(k / (k + q * q))
+    assert out.loc["run", "ci_high"] == 1.0 and out.loc["run", "ci_low"] == pytest.approx(0.05 ** (1 / k))
     y = np.array([0.0 if i % 3 == 0 else 2.0 for i in range(k)])
     loo = (y.sum() - y) / (2 * (k - 1))
     se = math.sqrt((k - 1) / k * np.sum((loo - loo.mean()) ** 2))
@@ -322,3 +325,29 @@ def test_activity_contrast_keys_from_records():
     assert out["n_activities_significant_struggle"] == 2.0
     assert out["activity_selection_spread_struggle_p_null"] < 0.05
     assert math.isnan(out["activity_selection_spread_enjoyment"])
+
+
+def test_activity_contrast_share_of_one_answer_per_pair_gets_the_mid_p_interval():
+    # one perception question, activity "cycling" offered in 12 image pairs (one answer each), chosen in 9:
+    # its share is 9 of 12 independent answers -> the mid-p binomial interval, not the pairs' logit-t
+    records = []
+    for k in range(12):
+        for activity, chosen in (("cooking", int(k >= 9)), ("cycling", int(k < 9))):
+            records.append((f"p{k}|struggle", f"p{k}", "old man", activity, "struggle", "age", "male", chosen))
+    choices = pd.DataFrame(records, columns=["doc_id", "pair_id", "identity", "activity", "parameter", "dimension",
+                                             "gender", "selected"])
+    tests = vg.activity_contrast_tests(choices, n_boot=1, seed=0)
+    row = tests.loc[("struggle", "cycling")]
+    assert row["share"] == pytest.approx(75.0)
+    low, high = jackknife.mid_p_interval(9, 12)
+    assert (row["ci_low"], row["ci_high"]) == (pytest.approx(100 * low), pytest.approx(100 * high))
+    # the defining tail equations at both ends (Lancaster's mid-p), and narrower than the logit-t interval
+    # with 11 df that the jackknife gives (SE = sqrt(p (1 - p) / 11) for one binary answer per pair)
+    assert binom.sf(9, 12, low) + binom.pmf(9, 12, low) / 2 == pytest.approx(0.025)
+    assert binom.cdf(8, 12, high) + binom.pmf(9, 12, high) / 2 == pytest.approx(0.025)
+    se = math.sqrt(0.75 * 0.25 / 11)
+    lt_low, lt_high = jackknife.logit_t_interval(0.75, se, 11, 12)
+    assert lt_low < low and high < lt_high
+    # the complementary share of cooking is its mirror image
+    other = tests.loc[("struggle", "cooking")]
+    assert (other["ci_low"], other["ci_high"]) == (pytest.approx(100 * (1 - high)), pytest.approx(100 * (1 - low)))
