@@ -138,3 +138,39 @@ def rate_row(benchmark, quantity, kind, design, dgp, truth, estimates, hits, n_s
            "target_met": met, "note": note, "role": role,
            "mc_error": mc_error(n_seeds, 0.95 if kind == "interval" else 0.05) if kind in ("interval", "test") else math.nan}
     return {k: row[k] for k in ROW_FIELDS}
+
+
+def attainable_coverages(probabilities, low: float = COVERAGE_BAND[0], high: float = COVERAGE_BAND[1]) -> dict:
+    """The coverages a non-randomised interval can have at one truth when the data enter it through a
+    discrete statistic X (a count of events, a share of a few answers) whose distribution at that truth is
+    ``probabilities`` (P(X = x_j) over its values in increasing order). An interval whose ends are
+    non-decreasing in X contains the truth on a run of consecutive values x_a .. x_b (its acceptance
+    region; Neyman 1937), so its coverage there is one of the sums P(x_a) + ... + P(x_b), and no other
+    (Brown, Cai & DasGupta 2001, Stat. Sci. 16:101, Sec. 2: the oscillation of every such interval).
+    Returns ``{"inside": bool, "below": float, "above": float, "values": int}``: whether some run's
+    probability lies in [``low``, ``high``] (the band can be met at this truth), the largest attainable
+    coverage under ``low`` and the smallest over ``high`` (NaN when there is none). When ``inside`` is
+    False no such interval meets the band at this truth: a valid one (coverage >= ``high``) covers at
+    least ``above``."""
+    import numpy as np
+
+    p = np.asarray(probabilities, dtype=np.float64)
+    p = p[p > 0]
+    if p.size == 0:
+        return {"inside": False, "below": math.nan, "above": math.nan, "values": 0}
+    cumulative = np.concatenate([[0.0], np.cumsum(p / p.sum())])
+    sums = (cumulative[None, :] - cumulative[:, None])[np.triu_indices(cumulative.size, 1)]
+    under, over = sums[sums < low], sums[sums > high]
+    return {"inside": bool(np.any((sums >= low) & (sums <= high))),
+            "below": float(under.max()) if under.size else math.nan,
+            "above": float(over.min()) if over.size else math.nan, "values": int(p.size)}
+
+
+def empirical_distribution(values) -> "np.ndarray":
+    """P(X = x_j) over the distinct values of a sample of a discrete statistic, in increasing order (the
+    input of :func:`attainable_coverages` when the distribution is simulated; values equal to 1e-12)."""
+    import numpy as np
+
+    v = np.round(np.asarray(values, dtype=np.float64), 12)
+    _, counts = np.unique(v[np.isfinite(v)], return_counts=True)
+    return counts / counts.sum()

@@ -221,3 +221,42 @@ def test_benchmark_page_table_between_its_markers(tmp_path):
     text = page.read_text()
     assert text.startswith("head\n<!-- BEGIN reflect-calibration -->\n| design |") and "old" not in text
     assert text.endswith("<!-- END reflect-calibration -->\ntail\n") and other.read_text() == "no markers\n"
+
+
+def test_attainable_coverages_are_the_runs_of_consecutive_values():
+    from scipy.stats import binom
+
+    from scripts.calibration import attainable_coverages, empirical_distribution
+
+    # 10 answers at a truth of 0.5: the symmetric runs 3-7 and 2-8 hold 89.06 % and 97.85 %; 2-7 holds 93.46 %,
+    # so some (asymmetric) interval of the count is inside the band there
+    ten = attainable_coverages(binom.pmf(np.arange(11), 10, 0.5))
+    assert ten["inside"] and ten["values"] == 11
+    assert ten["below"] == pytest.approx(binom.pmf(np.arange(3, 8), 10, 0.5).sum())  # 0.890625
+    assert ten["above"] == pytest.approx(binom.pmf(np.arange(2, 9), 10, 0.5).sum())  # 0.978516
+    # 108 queries, invalid with probability 0.005 (FACT-OR-FAIR's objective race design): P(0..1) = 89.78 %,
+    # P(0..2) = 98.27 %, and no run of counts in 93-97 %: no interval of the count meets the band at this truth
+    rare = attainable_coverages(binom.pmf(np.arange(109), 108, 0.005))
+    assert not rare["inside"]
+    assert rare["below"] == pytest.approx(binom.cdf(1, 108, 0.005)) and rare["above"] == pytest.approx(binom.cdf(2, 108, 0.005))
+    # a simulated statistic: its distinct values in order, as probabilities
+    probs = empirical_distribution([0.2, 0.1, 0.2, 0.0, np.nan, 0.1 + 1e-15])
+    assert probs.tolist() == pytest.approx([0.2, 0.4, 0.4])
+    assert attainable_coverages([])["values"] == 0
+
+
+def test_attainable_coverage_script_rows_and_docs_block(tmp_path):
+    from scripts import attainable_coverage as script
+
+    fof = script.fact_or_fair_rows()
+    assert len(fof) == 1 and not fof[0]["inside"] and fof[0]["above"] == pytest.approx(0.98271, abs=1e-5)
+    assert 0.9 < fof[0]["table"] <= 1.0  # the saved calibration row it explains
+    cf = script.cf_vqa_rows(draws=20)
+    assert len(cf) == 4 * len(script.CF_VQA_KEYS)
+    assert all(math.isfinite(r["table"]) and 0 < r["values"] <= 20 for r in cf)
+    page = tmp_path / "statistics.md"
+    page.write_text(f"intro\n{script.BEGIN}\nold\n{script.END}\nrest\n")
+    script.write_docs(script.markdown(fof), page)
+    text = page.read_text()
+    assert "old" not in text and "| fact_or_fair | `invalid_rate` |" in text and text.endswith(f"{script.END}\nrest\n")
+    assert "**no** | 89.78 % | 98.27 %" in text

@@ -1,0 +1,139 @@
+"""Which rows of the calibration table sit above 93-97 % because their data are discrete.
+
+For the interval rows of discrete statistics listed above the band (a count of rare events, a share of a few
+answers) this computes, at the row's own truth and design, the coverages that any non-randomised
+interval whose ends are non-decreasing in the statistic can have there
+(:func:`scripts.calibration.attainable_coverages`): the sums of P(X = x) over runs of consecutive values.
+When no run's probability lies in 93-97 % the band cannot be met at that truth by such an interval, and
+a valid one covers at least the smallest attainable coverage above 97 %; the table's row is then at
+(or near) the best a valid interval can do. When some run does lie in the band, the row is conservative
+by the interval's choice, not by the data.
+
+The distributions are exact where the statistic is binomial (FACT-OR-FAIR's invalid answers: a fixed
+probability per query, :data:`scripts.calibration.fact_or_fair.REFUSAL_MODELS`) and simulated with the
+calibration module's own data-generating model elsewhere (Counterfactual VQA's smallest scope:
+:func:`scripts.calibration.cf_vqa.simulate_scenario`, ``--draws`` runs from a seed stream of its own).
+The table's coverage is read from ``scripts/calibration/results/*.json``.
+
+``python scripts/attainable_coverage.py [--draws N] [--write-docs]`` prints the table (and writes it
+into docs/statistics.md between ``<!-- BEGIN attainable-coverage -->`` and ``<!-- END
+attainable-coverage -->``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+from scipy.stats import binom
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from scripts.calibration import attainable_coverages, empirical_distribution  # noqa: E402
+
+RESULTS = ROOT / "scripts" / "calibration" / "results"
+DOCS = ROOT / "docs" / "statistics.md"
+BEGIN, END = "<!-- BEGIN attainable-coverage -->", "<!-- END attainable-coverage -->"
+#: the Counterfactual VQA keys of the smallest scope that are counts of rare events
+CF_VQA_KEYS = ("refusal_rate", "invalid_rate", "truncated_rate", "empty_answer_rate", "refusal_asymmetry_rate")
+#: seed stream of the simulated distributions (independent of the calibration's own seeds)
+SEED = 71_000_000
+
+
+def _table_coverage(module: str, match) -> float:
+    rows = json.loads((RESULTS / f"{module}.json").read_text())["rows"]
+    found = [r["coverage"] for r in rows if match(r)]
+    return float(found[0]) if found else math.nan
+
+
+def fact_or_fair_rows() -> list[dict]:
+    """``invalid_rate`` of the objective race design (18 statistics x 2 sides x 3 rounds = 108 queries),
+    invalid with probability 0.005 each: X ~ Binomial(108, 0.005), exactly."""
+    from scripts.calibration.fact_or_fair import REFUSAL_MODELS
+
+    label, _, invalid = REFUSAL_MODELS[1]
+    n = 18 * 2 * 3
+    att = attainable_coverages(binom.pmf(np.arange(n + 1), n, invalid))
+    table = _table_coverage("fact_or_fair", lambda r: r["quantity"] == "invalid_rate"
+                            and r["design"].startswith("objective race") and r["dgp"].startswith(label))
+    return [{"benchmark": "fact_or_fair", "quantity": "invalid_rate", "model": "refusals rare, invalid 0.5 %",
+             "design": f"{n} queries (objective race)", "truth": invalid, "distribution": "exact binomial",
+             "table": table, **att}]
+
+
+def cf_vqa_rows(draws: int) -> list[dict]:
+    """The smallest scope with an interval (20 pairs of one subcategory, 3 option orders x 2 images)
+    under each model of the truth grid: the key's value over ``draws`` simulated runs."""
+    from lm_eval_bias.cf_vqa import stats
+    from scripts.calibration import cf_vqa as cal
+
+    design = cal.real_design(False)
+    idx = design.smallest
+    rows = []
+    for k, scenario in enumerate(cal.SCENARIOS):
+        values: dict[str, list[float]] = {key: [] for key in CF_VQA_KEYS}
+        for s in range(draws):
+            g, counts = cal.simulate_scenario(np.random.default_rng([SEED, k, s]), scenario, design)
+            total = counts["responses"][idx].sum()
+            for name in ("refusal", "invalid", "truncated"):
+                values[f"{name}_rate"].append(counts[name][idx].sum() / total)
+            scoped = stats._scoped(stats._subgrid(g, idx), None)
+            for key in ("empty_answer_rate", "refusal_asymmetry_rate"):
+                values[key].append(float(scoped[key][0]))
+        for key in CF_VQA_KEYS:
+            att = attainable_coverages(empirical_distribution(values[key]))
+            table = _table_coverage("cf_vqa", lambda r, key=key, name=scenario.name: r["quantity"] == f"{key} [smallest]"
+                                    and r["kind"] == "interval" and r["dgp"].startswith(f"{name}:"))
+            rows.append({"benchmark": "cf_vqa", "quantity": f"{key} [smallest]", "model": scenario.name,
+                         "design": f"{len(idx)} pairs x {2 * cal.RUNS} responses", "truth": float(np.mean(values[key])),
+                         "distribution": f"{draws} simulated runs", "table": table, **att})
+    return rows
+
+
+def _pct(x: float) -> str:
+    return "—" if not math.isfinite(x) else f"{100 * x:.2f} %"
+
+
+def markdown(rows: list[dict]) -> str:
+    lines = ["| benchmark | quantity | model | design | mean value | distinct values | 93-97 % attainable by an "
+             "interval of the value | nearest below 93 % | nearest above 97 % | table's coverage |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['benchmark']} | `{r['quantity']}` | {r['model']} | {r['design']} | {r['truth']:.4f} | "
+                     f"{r['values']} | {'yes' if r['inside'] else '**no**'} | {_pct(r['below'])} | {_pct(r['above'])} | "
+                     f"{_pct(r['table'])} |")
+    return "\n".join(lines)
+
+
+def write_docs(text: str, docs: Path = DOCS) -> None:
+    page = docs.read_text()
+    if BEGIN not in page or END not in page:
+        raise SystemExit(f"{docs} has no {BEGIN} … {END} markers")
+    head, rest = page.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    tmp = docs.with_suffix(".md.tmp")
+    tmp.write_text(head + BEGIN + "\n" + text + "\n" + END + tail)
+    tmp.replace(docs)
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--draws", type=int, default=4000, help="simulated runs per Counterfactual VQA model")
+    parser.add_argument("--write-docs", action="store_true", help="write the table into docs/statistics.md")
+    args = parser.parse_args(argv)
+    rows = [r for r in fact_or_fair_rows() + cf_vqa_rows(args.draws) if r["table"] > 0.97]  # the rows above the band
+    text = markdown(rows)
+    print(text)
+    if args.write_docs:
+        write_docs(text)
+    return rows
+
+
+if __name__ == "__main__":
+    main()
