@@ -99,7 +99,8 @@ def render_into(runs: list[TaskRun], w: Writer, part: Part) -> None:
                                     "three answers equal, partial = exactly two, all different = three distinct "
                                     "(a refusal or invalid answer counts as an answer of its own); percent of items, "
                                     "95 % intervals: image pairs as clusters, strata = bias dimensions, stratified "
-                                    "jackknife, logit-t (none below " + str(MIN_PAIRS) + " pairs); paper_*: the "
+                                    "jackknife, logit-t; the mid-p exact binomial interval when every pair carries one item (none "
+                                    "below " + str(MIN_PAIRS) + " pairs); paper_*: the "
                                     "values printed in Table 11 (LLaMA-3.2). With two options, all different needs a "
                                     "non-valid answer."))
     tables, terms = paradigm_tables(by_task)
@@ -121,7 +122,8 @@ def render_into(runs: list[TaskRun], w: Writer, part: Part) -> None:
                                 "within the bias dimension, decision = % chosen; trend (the project's rule): "
                                 "consistent when perception and decision lie on the same side of 50. 95 % intervals "
                                 "of factuality, perception and decision: the identity's pooled share over the image "
-                                "pairs that show it (those pairs as clusters, jackknife, logit-t; none below "
+                                "pairs that show it (those pairs as clusters, jackknife, logit-t, or mid-p binomial when each pair "
+                                "carries one answer; none below "
                                 f"{MIN_PAIRS} pairs an identity — at the default budgets an identity is in 2-6 "
                                 "pairs, so none). Stereotype: " + vp.NORMALISED_NO_INTERVAL + ".",
                                 no_interval="Stereotype column: " + vp.NORMALISED_NO_INTERVAL + "; the others: "

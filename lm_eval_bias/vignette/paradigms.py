@@ -18,7 +18,7 @@ the project's. With two options (perception, stereotype and decision questions) 
 can never all differ: "all different" needs a refusal or invalid answer there. Intervals: the image
 pair is the resampling unit (every item of a pair moves together), pairs resampled within bias
 dimension (:func:`lm_eval_bias.vignette.stats.pair_clustered_rate_intervals`: stratified pair jackknife,
-logit-t interval).
+logit-t interval; the mid-p exact binomial interval when every pair carries one item).
 
 **Figs 3-5 (paradigm scores, "normalized and aggregated such that higher values indicate better
 performance").** The paper does not define the step; the authors' ``src/visualization/correlate.py``
@@ -55,7 +55,8 @@ opposite), *conflicting* when on opposite sides.
 
 Intervals (:func:`paradigm_score_intervals`): the per-identity factuality, perception and decision
 scores are pooled shares over the pairs that show the identity, with the interval of every VIGNETTE
-share (pairs as clusters, stratified jackknife, logit-t; none below 10 pairs: at the default budgets an
+share (pairs as clusters, stratified jackknife, logit-t or mid-p binomial at one answer a pair; none below
+10 pairs: at the default budgets an
 identity is in 2-6 pairs); the min-max-normalised stereotype score and the Fig. 4 medians have none
 (:data:`NORMALISED_NO_INTERVAL`, :data:`MEDIAN_NO_INTERVAL`: non-smooth functions of plug-ins without
 a stated parameter; their former percentile intervals of the pair bootstrap were not confidence

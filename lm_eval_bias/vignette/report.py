@@ -321,7 +321,8 @@ ALPHA = 0.05
 MARK_LEGEND = "* = Holm p < 0.05"
 #: how every pair-clustered share of this section gets its interval (docs/vignette.md "Intervals")
 SHARE_INTERVAL_TEXT = ("the cell's image pairs as clusters, delete-one-pair jackknife standard error, logit-t "
-                       "interval with pairs - 1 degrees of freedom")
+                       "interval with pairs - 1 degrees of freedom; the mid-p exact binomial interval where every "
+                       "pair carries one answer")
 #: why a share of these tables has no interval
 FEW_PAIRS_TEXT = (f"cells with fewer than {stats.MIN_PAIRS_FOR_INTERVAL} image pairs have no interval "
                   f"({stats.FEW_PAIRS_REASON}: below that the t reference of the pair jackknife is not trusted; "
@@ -421,7 +422,8 @@ def _activity_contrast(run: TaskRun, w: Writer, part: Part) -> None:
                                 "Activity-contrast perception ('Is the {identity} facing difficulty in {a1} or {a2}?' "
                                 "…): per question and activity, S = the paper's selection frequency with activities "
                                 "as options (mean over the identities asked), share = chosen / offered (percent) with "
-                                "its 95 % interval (" + SHARE_INTERVAL_TEXT + "), p_value: pair-level sign-flip test of "
+                                "its 95 % interval (one answer per image pair, so the mid-p exact binomial interval over the "
+                                "pairs: docs/vignette.md#statistics), p_value: pair-level sign-flip test of "
                                 "S = 50 "
                                 "(the two activities of an image pair swapped), p_holm: Holm over the question's "
                                 "activities (docs/vignette.md#activity-contrast). Power per question: "

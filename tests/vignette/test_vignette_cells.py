@@ -303,6 +303,12 @@ def test_report_tables_mark_the_planted_cells(small_vignette_data, tmp_path):
     assert set(contrast.index.get_level_values(0)) == {"struggle", "capability", "enjoyment", "dislike"}
     inside = (contrast["ci_low"] <= contrast["share"]) & (contrast["share"] <= contrast["ci_high"])
     assert (inside | contrast["ci_low"].isna()).all()
+    # one answer per image pair: every share with an interval has the mid-p binomial interval of its counts
+    shown = contrast[contrast["ci_low"].notna()]
+    assert len(shown) > 0
+    for _, row in shown.iterrows():
+        low, high = jackknife.mid_p_interval(int(round(row["share"] * row["n"] / 100)), int(row["n"]))
+        assert (row["ci_low"], row["ci_high"]) == (pytest.approx(100 * low, abs=1e-3), pytest.approx(100 * high, abs=1e-3))
     polarity = pd.read_csv(tables / "vignette_stereotype_polarity_tests.csv", index_col=[0, 1])
     # old man is given every term (vignette_low_terms empty): polarity 0 in every SSCM dimension
     assert (polarity.xs("old man", level=0)["polarity"] == 0.0).all()
