@@ -114,7 +114,7 @@ def markdown(rows: list[dict]) -> str:
 def write_docs(text: str, docs: Path = DOCS) -> None:
     page = docs.read_text()
     if BEGIN not in page or END not in page:
-        raise SystemExit(f"{docs} has no {BEGIN} … {END} markers")
+        raise SystemExit(f"error: {docs} has no {BEGIN} … {END} markers")
     head, rest = page.split(BEGIN, 1)
     _, tail = rest.split(END, 1)
     tmp = docs.with_suffix(".md.tmp")
@@ -127,6 +127,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--draws", type=int, default=4000, help="simulated runs per Counterfactual VQA model")
     parser.add_argument("--write-docs", action="store_true", help="write the table into docs/statistics.md")
     args = parser.parse_args(argv)
+    if args.draws < 1:
+        parser.error(f"--draws must be at least 1, got {args.draws}")
     rows = [r for r in fact_or_fair_rows() + cf_vqa_rows(args.draws) if r["table"] > 0.97]  # the rows above the band
     text = markdown(rows)
     print(text)

@@ -260,3 +260,16 @@ def test_attainable_coverage_script_rows_and_docs_block(tmp_path):
     text = page.read_text()
     assert "old" not in text and "| fact_or_fair | `invalid_rate` |" in text and text.endswith(f"{script.END}\nrest\n")
     assert "**no** | 89.78 % | 98.27 %" in text
+
+
+def test_attainable_coverage_script_refuses_bad_input(tmp_path, capsys):
+    from scripts import attainable_coverage as script
+
+    with pytest.raises(SystemExit) as exit_info:
+        script.main(["--draws", "0"])
+    assert exit_info.value.code == 2 and "error: --draws must be at least 1" in capsys.readouterr().err
+    page = tmp_path / "statistics.md"
+    page.write_text("no markers here\n")
+    with pytest.raises(SystemExit, match="^error: .* has no <!-- BEGIN attainable-coverage -->"):
+        script.write_docs("| table |", page)
+    assert page.read_text() == "no markers here\n" and not list(tmp_path.glob("*.tmp"))  # nothing half-written
