@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from scripts.calibration import attainable_coverages, empirical_distribution  # noqa: E402
+from scripts.calibration import attainable_coverages, empirical_distribution, replace_between_markers  # noqa: E402
 
 RESULTS = ROOT / "scripts" / "calibration" / "results"
 DOCS = ROOT / "docs" / "statistics.md"
@@ -112,13 +112,11 @@ def markdown(rows: list[dict]) -> str:
 
 
 def write_docs(text: str, docs: Path = DOCS) -> None:
-    page = docs.read_text()
-    if BEGIN not in page or END not in page:
+    page = replace_between_markers(docs.read_text(encoding="utf-8"), BEGIN, END, "\n" + text + "\n")
+    if page is None:
         raise SystemExit(f"error: {docs} has no {BEGIN} … {END} markers")
-    head, rest = page.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
     tmp = docs.with_suffix(".md.tmp")
-    tmp.write_text(head + BEGIN + "\n" + text + "\n" + END + tail)
+    tmp.write_text(page, encoding="utf-8")
     tmp.replace(docs)
 
 

@@ -53,7 +53,7 @@ if str(ROOT) not in sys.path:
 
 from scripts.calibration import (COVERAGE_BAND, DEFAULT_ROLE, REJECTION_BAND, REQUIRED_FIELDS, ROLES,  # noqa: E402
                                  ROW_FIELDS, band_met, inside_band_probability, is_family_wise,
-                                 mc_deviation, mc_error)
+                                 mc_deviation, mc_error, replace_between_markers)
 
 CALIBRATION_DIR = ROOT / "scripts" / "calibration"
 #: the calibration modules, in the table's order
@@ -333,10 +333,8 @@ def _finite(value) -> bool:
 def write_docs(rows: list[dict], docs: Path = DOCS, figure_path: Path | None = FIGURE, command: str = "") -> None:
     """Replace the table between the markers of ``docs`` (and draw ``figure_path``)."""
     text = docs.read_text(encoding="utf-8")
-    if BEGIN not in text or END not in text:
+    if replace_between_markers(text, BEGIN, END, "") is None:
         raise SystemExit(f"{docs} has no {BEGIN} … {END} markers")
-    head, rest = text.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
     stamp = time.strftime("%Y-%m-%d", time.gmtime())
     seeds = sorted({r["n_seeds"] for r in rows})
     boots = sorted({r["n_boot"] for r in rows if r["n_boot"]})  # rows of tests without a bootstrap carry 0
@@ -347,7 +345,7 @@ def write_docs(rows: list[dict], docs: Path = DOCS, figure_path: Path | None = F
             f"no Monte Carlo allowance; the MC SE column is the Monte Carlo standard error sqrt(p (1 − p) / seeds) "
             f"at the target rate p). Rows whose role is \"paper\" — the paper's procedure, kept by name — or \"diagnostic\" "
             f"are shown and not held to the target.\n\n")
-    docs.write_text(head + BEGIN + note + markdown(rows) + "\n" + outside_band_list(rows) + "\n" + END + tail,
+    docs.write_text(replace_between_markers(text, BEGIN, END, note + markdown(rows) + "\n" + outside_band_list(rows) + "\n"),
                     encoding="utf-8")
     if figure_path is not None:
         figure(rows, figure_path)
@@ -402,11 +400,9 @@ def write_pages(rows: list[dict], pages: dict[str, Path] = PAGES) -> list[Path]:
     for benchmark, page in pages.items():
         begin, end = f"<!-- BEGIN {benchmark}-calibration -->", f"<!-- END {benchmark}-calibration -->"
         text = page.read_text(encoding="utf-8")
-        if begin not in text or end not in text or not any(r["benchmark"] == benchmark for r in rows):
+        if replace_between_markers(text, begin, end, "") is None or not any(r["benchmark"] == benchmark for r in rows):
             continue
-        head, rest = text.split(begin, 1)
-        _, tail = rest.split(end, 1)
-        page.write_text(head + begin + "\n" + page_table(rows, benchmark) + end + tail, encoding="utf-8")
+        page.write_text(replace_between_markers(text, begin, end, "\n" + page_table(rows, benchmark)), encoding="utf-8")
         written.append(page)
     return written
 

@@ -168,9 +168,24 @@ def attainable_coverages(probabilities, low: float = COVERAGE_BAND[0], high: flo
 
 def empirical_distribution(values) -> "np.ndarray":
     """P(X = x_j) over the distinct values of a sample of a discrete statistic, in increasing order (the
-    input of :func:`attainable_coverages` when the distribution is simulated; values equal to 1e-12)."""
+    input of :func:`attainable_coverages` when the distribution is simulated; values that agree to 12
+    decimals count as one; NaN left out)."""
     import numpy as np
 
     v = np.round(np.asarray(values, dtype=np.float64), 12)
     _, counts = np.unique(v[np.isfinite(v)], return_counts=True)
     return counts / counts.sum()
+
+
+def replace_between_markers(text: str, begin: str, end: str, inner: str) -> str | None:
+    """``text`` with what lies between its first ``begin`` and the next ``end`` marker replaced by
+    ``inner`` (the markers kept); None when either marker is missing. The one home of the docs blocks
+    that the calibration scripts rewrite (the table in docs/statistics.md, each benchmark page's table,
+    the attainable-coverage table)."""
+    if begin not in text:
+        return None
+    head, rest = text.split(begin, 1)
+    if end not in rest:
+        return None
+    _, tail = rest.split(end, 1)
+    return head + begin + inner + end + tail

@@ -273,3 +273,11 @@ def test_attainable_coverage_script_refuses_bad_input(tmp_path, capsys):
     with pytest.raises(SystemExit, match="^error: .* has no <!-- BEGIN attainable-coverage -->"):
         script.write_docs("| table |", page)
     assert page.read_text() == "no markers here\n" and not list(tmp_path.glob("*.tmp"))  # nothing half-written
+
+
+def test_replace_between_markers():
+    from scripts.calibration import replace_between_markers
+
+    assert replace_between_markers("a<!--B-->old<!--E-->z", "<!--B-->", "<!--E-->", "new") == "a<!--B-->new<!--E-->z"
+    assert replace_between_markers("a<!--B-->old", "<!--B-->", "<!--E-->", "new") is None
+    assert replace_between_markers("a<!--E--><!--B-->", "<!--B-->", "<!--E-->", "new") is None  # END only before BEGIN
