@@ -100,7 +100,8 @@ def mid_p_interval(successes: int, trials: int, level: float = 0.95) -> tuple[fl
     each carry one answer (a sum of independent Bernoulli answers: nothing within a cluster to
     estimate), where the jackknife's logit-t interval with pairs - 1 degrees of freedom accepted 2-9 of
     10 and covered 99 % (VIGNETTE's activity-contrast shares). NaN without trials or with x outside
-    [0, n]."""
+    [0, n]. Written here because neither scipy's ``binomtest(...).proportion_ci`` nor statsmodels'
+    ``proportion_confint`` offers the mid-p interval."""
     from scipy.optimize import brentq
     from scipy.stats import binom
 
