@@ -31,7 +31,8 @@ VARIANTS = {"cf_vqa": "baseline prompt", "cf_vqa_baep": "bias-aware evidence pro
 
 #: how every interval of this section is computed (docs/cf-vqa.md "Intervals")
 INTERVAL_TEXT = (f"image pairs as clusters (all their images and option orders together), stratified delete-one-pair "
-                 f"jackknife standard error, logit-t interval with pairs - strata degrees of freedom; none below "
+                 f"jackknife standard error, logit-t interval with pairs - strata degrees of freedom (response-status "
+                 f"rates: Wilson's interval at the effective sample size); none below "
                  f"{stats.MIN_PAIRS_FOR_INTERVAL} pairs in the cell (rated pairs for the human column)")
 
 

@@ -26,8 +26,10 @@ Discretisation (the paper gives the integrals only):
 Uncertainty (beyond the paper, which reports point estimates only): :func:`pair_summary` gives a
 design-based interval with the image pair as the cluster (both images and all option orders of a pair
 move together), strata = categories: the stratified delete-one-pair jackknife standard error and a
-logit-scale Student-t interval with pairs - strata degrees of freedom (:func:`logit_t_interval`; no
-interval below :data:`MIN_PAIRS_FOR_INTERVAL` pairs), and a permutation null that moves each pair's b-
+logit-scale Student-t interval with pairs - strata degrees of freedom (:func:`logit_t_interval`; the
+response-status rates, rare events, get Wilson's interval at the effective sample size,
+:func:`~lm_eval_bias.core.jackknife.effective_n_wilson_interval`; no interval below
+:data:`MIN_PAIRS_FOR_INTERVAL` pairs), and a permutation null that moves each pair's b-
 responses to another pair of the same category (the "chance" level of Cons, CC-AUC and SR-AUC for a
 model whose two answers are unrelated).
 """
@@ -39,7 +41,8 @@ from typing import Sequence
 
 import numpy as np
 
-from lm_eval_bias.core.jackknife import design_df, jackknife_stderr, logit_t_interval, pooled_strata, ratio_jackknife
+from lm_eval_bias.core.jackknife import (design_df, effective_n_wilson_interval, jackknife_stderr, logit_t_interval,
+                                         pooled_strata, ratio_jackknife)
 
 
 @dataclass(frozen=True)
@@ -457,6 +460,11 @@ FEW_PAIRS_REASON = "no interval: too few pairs"
 HUMAN_KEYS = ("human_consistency", "consistency_minus_human", "consistency_with_human")
 #: keys that are differences (range [-1, 1]): plain design-t interval instead of the logit-t one
 DIFFERENCE_KEYS = ("consistency_minus_human",)
+#: Shares of a response status over binary units (empty answers over responses, one-sided refusals over
+#: pair-runs), with the number of units per valid pair-run: rates of rare events, whose interval is
+#: :func:`~lm_eval_bias.core.jackknife.effective_n_wilson_interval` (as the per-response rates of
+#: :func:`response_rates`)
+STATUS_SHARE_UNITS = {"empty_answer_rate": 2.0, "refusal_asymmetry_rate": 1.0}
 #: Metrics that are positive for a model whose two answers of a pair are unrelated: they get a null
 #: floor (``_null``) and a "more than chance" permutation p-value (``_p_null``).
 NULL_METRICS = ("consistency", "cc_auc", "sr_auc")
@@ -474,10 +482,13 @@ def difference_t_interval(estimate: float, stderr: float, df: int, level: float 
     return design_t_interval(estimate, stderr, df, level, bounds=(-1.0, 1.0))
 
 
-def _interval(key: str, estimate: float, stderr: float, df: int, n_clusters: float,
+def _interval(key: str, estimate: float, stderr: float, df: int, n_clusters: float, n_pair_runs: float,
               level: float) -> tuple[float, float]:
     if key in DIFFERENCE_KEYS:
         return difference_t_interval(estimate, stderr, df, level)
+    if key in STATUS_SHARE_UNITS:
+        return effective_n_wilson_interval(estimate, stderr, df, STATUS_SHARE_UNITS[key] * n_pair_runs, n_clusters,
+                                           level)
     return logit_t_interval(estimate, stderr, df, n_clusters, level)
 
 
@@ -520,7 +531,10 @@ def pair_summary(g: PairGrid, n_boot: int, n_perm: int, seed: int, level: float 
       Tu 1995, The Jackknife and Bootstrap, Ch. 2) and ``<m>_ci_low`` / ``_ci_high`` the logit-t
       interval expit(logit(m) -+ t_{df} SE / (m (1 - m))) with df = pairs - strata
       (:func:`logit_t_interval`; Korn & Graubard 1999, Sec. 5.2; at m = 0 or 1 the t-Wilson interval
-      over the pairs, :func:`~lm_eval_bias.core.jackknife.wilson_t_interval`); ``consistency_minus_human`` (a difference)
+      over the pairs, :func:`~lm_eval_bias.core.jackknife.wilson_t_interval`); the status shares
+      :data:`STATUS_SHARE_UNITS` (empty answers, refusal asymmetry) get Wilson's interval at the
+      effective sample size instead (:func:`~lm_eval_bias.core.jackknife.effective_n_wilson_interval`,
+      at most the number of responses / pair-runs), as the rates of :func:`response_rates`; ``consistency_minus_human`` (a difference)
       gets m -+ t_{df} SE (:func:`difference_t_interval`). The human keys use the rated pairs as the
       clusters (df = rated pairs - strata with rated pairs). NaN with fewer than
       :data:`MIN_PAIRS_FOR_INTERVAL` pairs (rated pairs) in the scope. The percentile interval of the
@@ -596,7 +610,7 @@ def _intervals(sub: PairGrid, est: dict[str, float], on: bool, level: float) -> 
         df = design_df(strata)
         errors = _jackknife(part, strata, keys)
         for k in keys:
-            low, high = _interval(k, est[k], errors[k], df, float(len(members)), level)
+            low, high = _interval(k, est[k], errors[k], df, float(len(members)), float(part.valid.sum()), level)
             result[f"{k}_stderr"], result[f"{k}_ci_low"], result[f"{k}_ci_high"] = errors[k], low, high
     return result
 
@@ -606,9 +620,10 @@ def response_rates(strata: Sequence[str], counts: dict[str, np.ndarray], n_boot:
     """Per-response rates ``<name>_rate`` = sum of ``counts[name]`` / sum of ``counts["responses"]``
     (per-pair counts, one entry per pair, ``strata`` its category), overall (scope ``None``) and per
     category, with the interval of :func:`pair_summary`: the stratified delete-one-pair jackknife
-    standard error of the ratio (:func:`ratio_jackknife`) and the logit-t interval with pairs - strata
-    degrees of freedom (:func:`logit_t_interval`; the t-Wilson interval over the pairs at a rate of 0
-    or 1); NaN below :data:`MIN_PAIRS_FOR_INTERVAL` pairs or when ``n_boot`` is 0 (``seed`` is not
+    standard error of the ratio (:func:`ratio_jackknife`) and Wilson's interval at the effective sample
+    size with pairs - strata degrees of freedom (:func:`effective_n_wilson_interval`: n_eff = rate (1 -
+    rate) / SE^2, at most the number of responses; Korn & Graubard 1998; the t-Wilson interval over the
+    pairs at a rate of 0 or 1); NaN below :data:`MIN_PAIRS_FOR_INTERVAL` pairs or when ``n_boot`` is 0 (``seed`` is not
     used: the jackknife is deterministic)."""
     strata = np.asarray([str(s) for s in strata], dtype=object)
     names = [k for k in counts if k != "responses"]
@@ -626,7 +641,7 @@ def response_rates(strata: Sequence[str], counts: dict[str, np.ndarray], n_boot:
             se = low = high = float("nan")
             if n_boot and len(idx) >= MIN_PAIRS_FOR_INTERVAL and total > 0:
                 se = ratio_jackknife(hits, responses, codes)
-                low, high = logit_t_interval(rate, se, design_df(codes), float(len(idx)), level)
+                low, high = effective_n_wilson_interval(rate, se, design_df(codes), total, float(len(idx)), level)
             result[f"{name}_rate_stderr"], result[f"{name}_rate_ci_low"], result[f"{name}_rate_ci_high"] = se, low, high
         out[scope] = result
     return out

@@ -15,7 +15,8 @@ compared on the query subset from the logged samples (``lm_eval_bias.samples``).
 
 Responses are valid, refusals, invalid or truncated (:func:`is_truncated`); ``truncated_as`` and
 ``invalid_as`` (``--metadata``) say how the last two enter the pair metrics. The summary adds design-based
-intervals over image pairs (stratified jackknife, logit-t) and a permutation null (floors) from
+intervals over image pairs (stratified jackknife; logit-t, or effective-size Wilson for the response-status
+rates) and a permutation null (floors) from
 :mod:`lm_eval_bias.cf_vqa.stats`;
 records of different settings (:data:`SETTINGS`) are never summarised together.
 
@@ -295,7 +296,8 @@ def _response_counts(records: list[dict[str, Any]], pair_ids: tuple[str, ...]) -
 
 
 def summarize(records: list[dict[str, Any]]) -> dict[str, float]:
-    """All result keys: metrics with their intervals (stratified pair jackknife, logit-t:
+    """All result keys: metrics with their intervals (stratified pair jackknife; logit-t, effective-size
+    Wilson for the status rates:
     :func:`stats.pair_summary`) and permutation null floors, overall and per category; response-status
     rates; model vs human consistency; counts."""
     settings = settings_of(records) if records else {}

@@ -1,5 +1,6 @@
 """Counterfactual VQA intervals (docs/cf-vqa.md "Intervals"): stratified delete-one-pair jackknife standard
-errors and the logit-t interval, checked against hand-computed and textbook values; the minimum number of
+errors, the logit-t interval and (response-status rates) the Wilson interval at the effective sample size,
+checked against hand-computed and textbook values; the minimum number of
 pairs below which no interval is given."""
 
 from __future__ import annotations
@@ -110,6 +111,36 @@ def test_minimum_pairs_and_rated_pairs_for_an_interval():
     assert math.isnan(off["consistency_ci_low"]) and math.isnan(off["consistency_stderr"])
 
 
+def _wilson_by_hand(p, n, q):
+    centre = (p + q * q / (2 * n)) / (1 + q * q / n)
+    half = q * math.sqrt(p * (1 - p) / n + q * q / (4 * n * n)) / (1 + q * q / n)
+    return centre - half, centre + half
+
+
+def test_effective_n_wilson_interval_by_hand():
+    # p = 0.05, SE = 0.025, df = 19, 120 units: n_eff = 0.0475 / 0.000625 = 76 (design effect 1.58)
+    q = student_t.ppf(0.975, 19)
+    low, high = jackknife.effective_n_wilson_interval(0.05, 0.025, 19, 120, 20)
+    assert (low, high) == (pytest.approx(_wilson_by_hand(0.05, 76.0, q)[0]), pytest.approx(_wilson_by_hand(0.05, 76.0, q)[1]))
+    # t_19 = 2.0930, t^2 / n_eff = 0.05764: centre (0.05 + 0.02882) / 1.05764 = 0.07453, half
+    # 2.0930 sqrt(0.0475 / 76 + 4.3807 / 23104) / 1.05764 = 0.05648 -> [0.0180, 0.1310]
+    assert low == pytest.approx(0.0180, abs=5e-4) and high == pytest.approx(0.1310, abs=5e-4)
+    # Korn & Graubard's form: Wilson with z at n_eff (z / t)^2 is the same interval
+    z = 1.959963984540054
+    assert _wilson_by_hand(0.05, 76.0 * (z / q) ** 2, z) == (pytest.approx(low), pytest.approx(high))
+    # a design effect below 1 is taken as 1: n_eff capped at the 120 units
+    capped = jackknife.effective_n_wilson_interval(0.05, 0.01, 19, 120, 20)
+    assert capped == (pytest.approx(_wilson_by_hand(0.05, 120.0, q)[0]), pytest.approx(_wilson_by_hand(0.05, 120.0, q)[1]))
+    # narrower than the logit-t interval of the same SE at a handful of events (the reason it is used)
+    logit_low, logit_high = jackknife.logit_t_interval(0.05, 0.025, 19, 20)
+    assert high - low < logit_high - logit_low
+    # at 0 (no design effect to estimate): the t-Wilson interval over the clusters, as logit-t
+    assert jackknife.effective_n_wilson_interval(0.0, 0.0, 19, 120, 20) == jackknife.wilson_t_interval(0.0, 20, 19)
+    assert math.isnan(jackknife.effective_n_wilson_interval(0.05, 0.025, 0, 120, 20)[0])
+    assert math.isnan(jackknife.effective_n_wilson_interval(0.05, 0.025, 19, 0, 20)[0])
+    assert math.isnan(jackknife.effective_n_wilson_interval(0.05, float("nan"), 19, 120, 20)[0])
+
+
 def test_response_rates_interval_by_hand():
     # 25 pairs in one category, 6 responses each, 1 refusal in 5 of them: rate 5 / 150
     counts = {"responses": np.full(25, 6.0), "refusal": np.array([1.0] * 5 + [0.0] * 20)}
@@ -118,12 +149,46 @@ def test_response_rates_interval_by_hand():
     # equal cluster sizes: the jackknife SE of the ratio is sd(y / 6, ddof=1) / sqrt(25)
     per_pair = counts["refusal"] / 6
     assert out["refusal_rate_stderr"] == pytest.approx(per_pair.std(ddof=1) / 5, rel=1e-12)
-    low, high = jackknife.logit_t_interval(5 / 150, out["refusal_rate_stderr"], 24, 25)
+    q = student_t.ppf(0.975, 24)
+    # SE 0.013608: n_eff = (1/30)(29/30) / SE^2 = 174 > 150 responses, capped: Wilson-t at n = 150
+    assert out["refusal_rate_stderr"] == pytest.approx(0.013608, abs=1e-6)
+    low, high = _wilson_by_hand(5 / 150, 150.0, q)
     assert (out["refusal_rate_ci_low"], out["refusal_rate_ci_high"]) == (pytest.approx(low), pytest.approx(high))
+    # the same 5 refusals in two pairs (3 + 2): a design effect above 1, n_eff = p (1 - p) / SE^2 < 150
+    clustered = stats.response_rates(["Culture"] * 25, {"responses": np.full(25, 6.0),
+                                                        "refusal": np.array([3.0, 2.0] + [0.0] * 23)}, 1, 0)[None]
+    se = np.array([3.0, 2.0] + [0.0] * 23).__truediv__(6).std(ddof=1) / 5
+    n_eff = (1 / 30) * (29 / 30) / se ** 2
+    assert clustered["refusal_rate_stderr"] == pytest.approx(se, rel=1e-12) and 30 < n_eff < 60
+    low, high = _wilson_by_hand(5 / 150, n_eff, q)
+    assert (clustered["refusal_rate_ci_low"], clustered["refusal_rate_ci_high"]) == (pytest.approx(low), pytest.approx(high))
+    assert clustered["refusal_rate_ci_high"] > out["refusal_rate_ci_high"]  # clustering widens it
     none = stats.response_rates(["Culture"] * 25, {"responses": np.full(25, 6.0), "refusal": np.zeros(25)}, 1, 0)[None]
-    q2 = student_t.ppf(0.975, 24) ** 2
+    q2 = q ** 2
     # no refusal: Wilson over the 25 pairs (not the 150 responses: answers of a pair are alike)
     assert none["refusal_rate_ci_low"] == 0.0 and none["refusal_rate_ci_high"] == pytest.approx(q2 / (25 + q2))
+
+
+def test_status_shares_of_pair_summary_use_the_effective_sample_size():
+    # 24 pairs x 1 run: side a refuses in pairs 0-3, side b also in pairs 0-1 -> 6 empty answers of 48,
+    # 2 one-sided refusals of 24 pair-runs; Cons and the AUCs keep the logit-t interval
+    pairs = [stats.PairResponse(f"p{i}", None if i < 4 else "a", None if i < 2 else "a", 0.0 if i < 4 else 0.9,
+                                0.0 if i < 2 else 0.9, 0, "Culture") for i in range(24)]
+    out = stats.pair_summary(stats.pair_grid(pairs), 1, 0, 0)[None]
+    assert out["empty_answer_rate"] == pytest.approx(6 / 48) and out["refusal_asymmetry_rate"] == pytest.approx(2 / 24)
+    for key, units in (("empty_answer_rate", 48.0), ("refusal_asymmetry_rate", 24.0)):
+        expected = jackknife.effective_n_wilson_interval(out[key], out[f"{key}_stderr"], 23, units, 24)
+        assert (out[f"{key}_ci_low"], out[f"{key}_ci_high"]) == (pytest.approx(expected[0]), pytest.approx(expected[1]))
+    # empty answers: per-pair shares 1 (x2), 0.5 (x2), 0 (x20): SE = sd / sqrt(24), n_eff = p (1 - p) / SE^2
+    se = np.array([1.0, 1.0, 0.5, 0.5] + [0.0] * 20).std(ddof=1) / math.sqrt(24)
+    assert out["empty_answer_rate_stderr"] == pytest.approx(se, rel=1e-9)
+    n_eff = 0.125 * 0.875 / se ** 2
+    assert n_eff < 48
+    wilson = _wilson_by_hand(0.125, n_eff, student_t.ppf(0.975, 23))
+    assert (out["empty_answer_rate_ci_low"], out["empty_answer_rate_ci_high"]) == (pytest.approx(wilson[0]),
+                                                                                   pytest.approx(wilson[1]))
+    cons = jackknife.logit_t_interval(out["consistency"], out["consistency_stderr"], 23, 24)
+    assert (out["consistency_ci_low"], out["consistency_ci_high"]) == (pytest.approx(cons[0]), pytest.approx(cons[1]))
 
 
 def test_pooled_strata_collapses_single_pair_strata():
