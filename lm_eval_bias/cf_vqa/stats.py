@@ -450,8 +450,8 @@ def null_tie_weights(seed: int, n: int) -> np.ndarray:
 #: Fewer image pairs than this in a scope (all pairs, a category, a report table's cell; for the human
 #: keys: fewer *rated* pairs) give no interval (NaN; the task logs a warning, the report prints
 #: :data:`FEW_PAIRS_REASON`). Chosen from the calibration (scripts/calibration/cf_vqa.py, "smallest
-#: scope" rows): from 20 pairs on, the logit-t interval of every metric covers 93-97 % on the truth
-#: grid; below, the jackknife variance has too few degrees of freedom (and a handful of pairs too few
+#: scope" rows): from 20 pairs on, the interval of every metric covers at least 93 % on the truth grid
+#: (the few rows above 97 %, rare rates and a Cons of exactly 1, and why: docs/statistics.md); below, the jackknife variance has too few degrees of freedom (and a handful of pairs too few
 #: distinct values) for the t reference to hold, e.g. the model - human difference at 10 rated pairs.
 MIN_PAIRS_FOR_INTERVAL = 20
 #: the report's short reason for a missing interval below :data:`MIN_PAIRS_FOR_INTERVAL` pairs
