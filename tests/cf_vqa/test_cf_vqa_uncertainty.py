@@ -237,3 +237,21 @@ def test_calibration_module_quick_mode_rows():
     scopes = {r["quantity"].split("[")[1].split("]")[0] for r in rows if r["kind"] == "interval"}
     assert scopes == set(calibration.SCOPES)  # every table of the report and the analysis has rows
     assert {r["dgp"].split(":")[0] for r in rows if r["kind"] == "interval"} == {s.name for s in calibration.SCENARIOS}
+
+
+def test_task_rate_intervals_are_the_effective_size_wilson_interval():
+    # through the task glue (record_of -> summarize): 25 pairs in 5 categories x 3 runs x 2 sides = 150
+    # responses; 3 refusals and 2 invalid answers, two of them in the same pair
+    from lm_eval_bias.cf_vqa import tasks as cf_vqa
+    from lm_eval_bias.core import jackknife
+
+    m = cf_vqa.summarize(_records({(1, "plus"): REFUSED, (1, "minus"): REFUSED, (7, "plus"): REFUSED,
+                                   (2, "plus"): INVALID, (3, "minus"): INVALID}, n_pairs=25))
+    assert m["refusal_rate"] == pytest.approx(3 / 150) and m["invalid_rate"] == pytest.approx(2 / 150)
+    for key in ("refusal_rate", "invalid_rate"):
+        expected = jackknife.effective_n_wilson_interval(m[key], m[f"{key}_stderr"], 25 - 5, 150, 25)
+        assert (m[f"{key}_ci_low"], m[f"{key}_ci_high"]) == (pytest.approx(expected[0]), pytest.approx(expected[1]))
+        assert 0 < m[f"{key}_ci_low"] < m[key] < m[f"{key}_ci_high"] < 1
+    # the truncated rate is 0: no design effect to estimate, the t-Wilson interval over the 25 pairs
+    assert (m["truncated_rate_ci_low"], m["truncated_rate_ci_high"]) == (0.0, pytest.approx(
+        jackknife.wilson_t_interval(0.0, 25, 20)[1]))
