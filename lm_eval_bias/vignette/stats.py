@@ -922,8 +922,9 @@ def clustered_share(pair_hits: np.ndarray, pair_docs: np.ndarray, pair_strata: S
     pooled, :func:`~lm_eval_bias.core.jackknife.pooled_strata`) and the logit-t interval
     expit(logit(p) -+ t_{df} SE / (p (1 - p))), df = pairs - strata
     (:func:`~lm_eval_bias.core.jackknife.logit_t_interval`; Korn & Graubard 1999, Sec. 5.2; Lumley 2010,
-    Sec. 2.3.1), the t-Wilson interval over the pairs when p is 0 or 1. The same interval as the
-    Counterfactual VQA rates (docs/cf-vqa.md "Intervals"). When **every pair carries one doc** (an
+    Sec. 2.3.1), the t-Wilson interval over the pairs when p is 0 or 1. The same interval as
+    Counterfactual VQA's Cons (docs/cf-vqa.md "Intervals"; its response-status rates, rare events, use
+    Wilson's interval at the effective sample size instead). When **every pair carries one doc** (an
     activity-contrast share: one answer per image pair) the share is a count of independent binary
     answers, Binomial(pairs, p) with the pairs drawn at random, and the interval is the mid-p exact
     binomial interval (:func:`~lm_eval_bias.core.jackknife.mid_p_interval`): the jackknife's logit-t
