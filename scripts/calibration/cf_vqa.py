@@ -35,7 +35,8 @@ The intervals are those of :func:`lm_eval_bias.cf_vqa.stats.pair_summary` and
 :func:`~lm_eval_bias.cf_vqa.stats.response_rates` (the functions the tasks, the analysis and the report's
 tables call; the report's cells through :func:`~lm_eval_bias.cf_vqa.stats.metrics_by_cell`, which is
 ``pair_summary`` with the cell as its scope): stratified delete-one-pair jackknife standard error,
-logit-t interval. Diagnostic rows: the percentile interval of the pair bootstrap that the tasks used
+logit-t interval (the response-status rates: Wilson's interval at the effective sample size,
+:func:`lm_eval_bias.core.jackknife.effective_n_wilson_interval`). Diagnostic rows: the percentile interval of the pair bootstrap that the tasks used
 before (``n_boot`` replicates), in the cells where it fell short.
 
 Test rows: rejection rate at 5 % of ``<m>_p_null`` when the two sides are unrelated (:func:`simulate`,
