@@ -451,8 +451,8 @@ def null_tie_weights(seed: int, n: int) -> np.ndarray:
 #: keys: fewer *rated* pairs) give no interval (NaN; the task logs a warning, the report prints
 #: :data:`FEW_PAIRS_REASON`). Chosen from the calibration (scripts/calibration/cf_vqa.py, "smallest
 #: scope" rows): from 20 pairs on, the interval of every metric covers at least 93 % on the truth grid
-#: (the few rows above 97 %, rare rates and a Cons of exactly 1, and why: docs/statistics.md); below, the jackknife variance has too few degrees of freedom (and a handful of pairs too few
-#: distinct values) for the t reference to hold, e.g. the model - human difference at 10 rated pairs.
+#: (the few rows above 97 %, rare rates and a Cons of exactly 1, and why: docs/statistics.md); below,
+#: the jackknife variance has too few degrees of freedom (and a handful of pairs too few distinct values) for the t reference to hold, e.g. the model - human difference at 10 rated pairs.
 MIN_PAIRS_FOR_INTERVAL = 20
 #: the report's short reason for a missing interval below :data:`MIN_PAIRS_FOR_INTERVAL` pairs
 FEW_PAIRS_REASON = "no interval: too few pairs"
@@ -534,8 +534,8 @@ def pair_summary(g: PairGrid, n_boot: int, n_perm: int, seed: int, level: float 
       over the pairs, :func:`~lm_eval_bias.core.jackknife.wilson_t_interval`); the status shares
       :data:`STATUS_SHARE_UNITS` (empty answers, refusal asymmetry) get Wilson's interval at the
       effective sample size instead (:func:`~lm_eval_bias.core.jackknife.effective_n_wilson_interval`,
-      at most the number of responses / pair-runs), as the rates of :func:`response_rates`; ``consistency_minus_human`` (a difference)
-      gets m -+ t_{df} SE (:func:`difference_t_interval`). The human keys use the rated pairs as the
+      at most the number of responses / pair-runs), as the rates of :func:`response_rates`;
+      ``consistency_minus_human`` (a difference) gets m -+ t_{df} SE (:func:`difference_t_interval`). The human keys use the rated pairs as the
       clusters (df = rated pairs - strata with rated pairs). NaN with fewer than
       :data:`MIN_PAIRS_FOR_INTERVAL` pairs (rated pairs) in the scope. The percentile interval of the
       pair bootstrap it replaces covered 87-91 % for rare response rates in cells of 50-150 pairs
@@ -609,8 +609,9 @@ def _intervals(sub: PairGrid, est: dict[str, float], on: bool, level: float) -> 
         strata = pooled_strata(part.stratum)
         df = design_df(strata)
         errors = _jackknife(part, strata, keys)
+        n_pair_runs = float(part.valid.sum())
         for k in keys:
-            low, high = _interval(k, est[k], errors[k], df, float(len(members)), float(part.valid.sum()), level)
+            low, high = _interval(k, est[k], errors[k], df, float(len(members)), n_pair_runs, level)
             result[f"{k}_stderr"], result[f"{k}_ci_low"], result[f"{k}_ci_high"] = errors[k], low, high
     return result
 
@@ -623,8 +624,8 @@ def response_rates(strata: Sequence[str], counts: dict[str, np.ndarray], n_boot:
     standard error of the ratio (:func:`ratio_jackknife`) and Wilson's interval at the effective sample
     size with pairs - strata degrees of freedom (:func:`effective_n_wilson_interval`: n_eff = rate (1 -
     rate) / SE^2, at most the number of responses; Korn & Graubard 1998; the t-Wilson interval over the
-    pairs at a rate of 0 or 1); NaN below :data:`MIN_PAIRS_FOR_INTERVAL` pairs or when ``n_boot`` is 0 (``seed`` is not
-    used: the jackknife is deterministic)."""
+    pairs at a rate of 0 or 1); NaN below :data:`MIN_PAIRS_FOR_INTERVAL` pairs or when ``n_boot`` is 0
+    (``seed`` is not used: the jackknife is deterministic)."""
     strata = np.asarray([str(s) for s in strata], dtype=object)
     names = [k for k in counts if k != "responses"]
     out: dict[str | None, dict[str, float]] = {}

@@ -157,7 +157,7 @@ def test_response_rates_interval_by_hand():
     # the same 5 refusals in two pairs (3 + 2): a design effect above 1, n_eff = p (1 - p) / SE^2 < 150
     clustered = stats.response_rates(["Culture"] * 25, {"responses": np.full(25, 6.0),
                                                         "refusal": np.array([3.0, 2.0] + [0.0] * 23)}, 1, 0)[None]
-    se = np.array([3.0, 2.0] + [0.0] * 23).__truediv__(6).std(ddof=1) / 5
+    se = (np.array([3.0, 2.0] + [0.0] * 23) / 6).std(ddof=1) / 5
     n_eff = (1 / 30) * (29 / 30) / se ** 2
     assert clustered["refusal_rate_stderr"] == pytest.approx(se, rel=1e-12) and 30 < n_eff < 60
     low, high = _wilson_by_hand(5 / 150, n_eff, q)
