@@ -622,9 +622,9 @@ def response_rates(strata: Sequence[str], counts: dict[str, np.ndarray], n_boot:
     (per-pair counts, one entry per pair, ``strata`` its category), overall (scope ``None``) and per
     category, with the interval of :func:`pair_summary`: the stratified delete-one-pair jackknife
     standard error of the ratio (:func:`ratio_jackknife`) and Wilson's interval at the effective sample
-    size with pairs - strata degrees of freedom (:func:`effective_n_wilson_interval`: n_eff = rate (1 -
-    rate) / SE^2, at most the number of responses; Korn & Graubard 1998; the t-Wilson interval over the
-    pairs at a rate of 0 or 1); NaN below :data:`MIN_PAIRS_FOR_INTERVAL` pairs or when ``n_boot`` is 0
+    size (:func:`effective_n_wilson_interval`: n_eff = rate (1 - rate) / SE^2, at most the number n of
+    responses, times Korn & Graubard's 1998 adjustment (t_{n-1} / t_{df})^2 with df = pairs - strata;
+    the t-Wilson interval over the pairs at a rate of 0 or 1); NaN below :data:`MIN_PAIRS_FOR_INTERVAL` pairs or when ``n_boot`` is 0
     (``seed`` is not used: the jackknife is deterministic)."""
     strata = np.asarray([str(s) for s in strata], dtype=object)
     names = [k for k in counts if k != "responses"]

@@ -81,8 +81,12 @@ def wilson_t_interval(estimate: float, n_clusters: float, df: int, level: float 
 
     if not (np.isfinite(estimate) and n_clusters > 0) or df < 1:
         return float("nan"), float("nan")
-    q = float(student_t.ppf(0.5 + level / 2.0, df))
-    p, n = float(np.clip(estimate, 0.0, 1.0)), float(n_clusters)
+    return _wilson_score(estimate, float(n_clusters), float(student_t.ppf(0.5 + level / 2.0, df)))
+
+
+def _wilson_score(estimate: float, n: float, q: float) -> tuple[float, float]:
+    """Wilson's (1927) score interval of a share ``estimate`` of ``n`` units with quantile ``q``."""
+    p = float(np.clip(estimate, 0.0, 1.0))
     den = 1.0 + q * q / n
     centre = (p + q * q / (2 * n)) / den
     half = q * np.sqrt(p * (1 - p) / n + q * q / (4 * n * n)) / den
@@ -151,13 +155,13 @@ def logit_t_interval(estimate: float, stderr: float, df: int, n_clusters: float,
 def effective_n_wilson_interval(estimate: float, stderr: float, df: int, n_units: float, n_clusters: float,
                                 level: float = 0.95) -> tuple[float, float]:
     """95 % interval of a share of ``n_units`` binary units (responses, pair-runs) grouped in clusters
-    from its design-based standard error: the Wilson score interval (Wilson 1927) at the effective
-    sample size n_eff = p (1 - p) / SE^2 with Student's t for the normal quantile -- Korn & Graubard's
-    (1998, Survey Methodology 24:193) effective sample size and degrees-of-freedom adjustment, n_eff
-    (z / t_{df})^2 in Wilson's z formula, which is the same interval; Franco, Little, Louis & Slud
-    (2019, J. Surv. Stat. Methodol. 7:334) recommend the Wilson form among the effective-size
-    intervals. n_eff is capped at ``n_units`` (a design effect below 1 is taken as 1, as the NCHS
-    presentation standards do: Parker et al. 2017, Vital Health Stat. 2(175)).
+    from its design-based standard error: Korn & Graubard's (1998, Survey Methodology 24:193)
+    degrees-of-freedom-adjusted effective sample size in Wilson's (1927) score interval. With
+    n = ``n_units``, the effective sample size n* = p (1 - p) / SE^2 is capped at n (a design effect
+    below 1 is taken as 1, as the NCHS presentation standards do: Parker et al. 2017, Vital Health
+    Stat. 2(175)), multiplied by (t_{n-1} / t_{df})^2 (t quantiles at 1 - alpha / 2), and the interval
+    is Wilson's with the normal quantile at n* (t_{n-1} / t_{df})^2. Franco, Little, Louis & Slud (2019,
+    J. Surv. Stat. Methodol. 7:334) recommend the Wilson form among the effective-size intervals.
 
     Made for rates of rare events over few clusters (Counterfactual VQA's response-status rates at
     20 pairs: a handful of refusals in 120 responses), where the logit-t interval of
@@ -165,15 +169,23 @@ def effective_n_wilson_interval(estimate: float, stderr: float, df: int, n_units
     discreteness and the design effect carries the clustering. When p is 0 or 1, or SE is 0, the
     design effect cannot be estimated and the interval is :func:`wilson_t_interval` over the
     ``n_clusters`` clusters (every unit of a cluster alike), as in :func:`logit_t_interval`. NaN
-    without an estimate, SE, units or degrees of freedom."""
+    without an estimate, SE, units or degrees of freedom. REFLECT's rates use
+    :func:`lm_eval_bias.core.bootstrap.effective_size_wilson_interval`, the same effective size without
+    the cap, with t_{df} in place of z (n* (z / t_{df})^2, smaller than Korn & Graubard's by the factor
+    (z / t_{n-1})^2: 0.98 at 108 trials) and the trials, not the clusters, at a rate of 0 or 1."""
+    from scipy.stats import norm
+    from scipy.stats import t as student_t
+
     if not np.isfinite(estimate) or df < 1 or not n_units > 0:
         return float("nan"), float("nan")
     if estimate <= 0.0 or estimate >= 1.0 or stderr == 0:
         return wilson_t_interval(estimate, n_clusters, df, level)
     if not np.isfinite(stderr):
         return float("nan"), float("nan")
+    q = 0.5 + level / 2.0
     n_eff = min(float(n_units), estimate * (1.0 - estimate) / (stderr * stderr))
-    return wilson_t_interval(estimate, n_eff, df, level)
+    df_adjustment = (float(student_t.ppf(q, max(float(n_units) - 1.0, 1.0))) / float(student_t.ppf(q, df))) ** 2
+    return _wilson_score(estimate, n_eff * df_adjustment, float(norm.ppf(q)))
 
 
 def ratio_jackknife(y: np.ndarray, n: np.ndarray, strata: np.ndarray) -> float:

@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 from scipy.special import expit, logit
-from scipy.stats import binom, binomtest
+from scipy.stats import binom, binomtest, norm
 from scipy.stats import t as student_t
 
 from lm_eval_bias.cf_vqa import stats
@@ -118,19 +118,22 @@ def _wilson_by_hand(p, n, q):
 
 
 def test_effective_n_wilson_interval_by_hand():
-    # p = 0.05, SE = 0.025, df = 19, 120 units: n_eff = 0.0475 / 0.000625 = 76 (design effect 1.58)
-    q = student_t.ppf(0.975, 19)
+    # p = 0.05, SE = 0.025, df = 19, 120 units: n_eff = 0.0475 / 0.000625 = 76 (design effect 1.58);
+    # Korn & Graubard's df adjustment (t_119 / t_19)^2 = (1.98010 / 2.09302)^2 = 0.89501 -> n* = 68.020
+    z, t19, t119 = norm.ppf(0.975), student_t.ppf(0.975, 19), student_t.ppf(0.975, 119)
     low, high = jackknife.effective_n_wilson_interval(0.05, 0.025, 19, 120, 20)
-    assert (low, high) == (pytest.approx(_wilson_by_hand(0.05, 76.0, q)[0]), pytest.approx(_wilson_by_hand(0.05, 76.0, q)[1]))
-    # t_19 = 2.0930, t^2 / n_eff = 0.05764: centre (0.05 + 0.02882) / 1.05764 = 0.07453, half
-    # 2.0930 sqrt(0.0475 / 76 + 4.3807 / 23104) / 1.05764 = 0.05648 -> [0.0180, 0.1310]
-    assert low == pytest.approx(0.0180, abs=5e-4) and high == pytest.approx(0.1310, abs=5e-4)
-    # Korn & Graubard's form: Wilson with z at n_eff (z / t)^2 is the same interval
-    z = 1.959963984540054
-    assert _wilson_by_hand(0.05, 76.0 * (z / q) ** 2, z) == (pytest.approx(low), pytest.approx(high))
-    # a design effect below 1 is taken as 1: n_eff capped at the 120 units
+    n_star = 76.0 * (t119 / t19) ** 2
+    assert n_star == pytest.approx(68.020, abs=1e-3)
+    assert (low, high) == (pytest.approx(_wilson_by_hand(0.05, n_star, z)[0]), pytest.approx(_wilson_by_hand(0.05, n_star, z)[1]))
+    # z^2 / n* = 3.8415 / 68.020 = 0.05648: centre (0.05 + 0.02824) / 1.05648 = 0.07406, half
+    # 1.95996 sqrt(0.0475 / 68.020 + 3.8415 / 18507) / 1.05648 = 0.05584 -> [0.0182, 0.1299]
+    assert low == pytest.approx(0.0182, abs=5e-4) and high == pytest.approx(0.1299, abs=5e-4)
+    # not the t-Wilson interval at n_eff (t_19 for z and no t_{n-1}): that one is [0.0180, 0.1310]
+    assert high < _wilson_by_hand(0.05, 76.0, t19)[1] - 5e-4
+    # a design effect below 1 is taken as 1: n_eff capped at the 120 units before the df adjustment
     capped = jackknife.effective_n_wilson_interval(0.05, 0.01, 19, 120, 20)
-    assert capped == (pytest.approx(_wilson_by_hand(0.05, 120.0, q)[0]), pytest.approx(_wilson_by_hand(0.05, 120.0, q)[1]))
+    expected = _wilson_by_hand(0.05, 120.0 * (t119 / t19) ** 2, z)
+    assert capped == (pytest.approx(expected[0]), pytest.approx(expected[1]))
     # narrower than the logit-t interval of the same SE at a handful of events (the reason it is used)
     logit_low, logit_high = jackknife.logit_t_interval(0.05, 0.025, 19, 20)
     assert high - low < logit_high - logit_low
@@ -150,9 +153,12 @@ def test_response_rates_interval_by_hand():
     per_pair = counts["refusal"] / 6
     assert out["refusal_rate_stderr"] == pytest.approx(per_pair.std(ddof=1) / 5, rel=1e-12)
     q = student_t.ppf(0.975, 24)
-    # SE 0.013608: n_eff = (1/30)(29/30) / SE^2 = 174 > 150 responses, capped: Wilson-t at n = 150
+    z, df_adjustment = norm.ppf(0.975), (student_t.ppf(0.975, 149) / q) ** 2
+    # SE 0.013608: n_eff = (1/30)(29/30) / SE^2 = 174 > 150 responses, capped at n = 150, then
+    # Korn & Graubard's (t_149 / t_24)^2 = (1.9760 / 2.0639)^2: Wilson with z at 150 x 0.9166 = 137.5
     assert out["refusal_rate_stderr"] == pytest.approx(0.013608, abs=1e-6)
-    low, high = _wilson_by_hand(5 / 150, 150.0, q)
+    assert 150.0 * df_adjustment == pytest.approx(137.5, abs=0.1)
+    low, high = _wilson_by_hand(5 / 150, 150.0 * df_adjustment, z)
     assert (out["refusal_rate_ci_low"], out["refusal_rate_ci_high"]) == (pytest.approx(low), pytest.approx(high))
     # the same 5 refusals in two pairs (3 + 2): a design effect above 1, n_eff = p (1 - p) / SE^2 < 150
     clustered = stats.response_rates(["Culture"] * 25, {"responses": np.full(25, 6.0),
@@ -160,7 +166,7 @@ def test_response_rates_interval_by_hand():
     se = (np.array([3.0, 2.0] + [0.0] * 23) / 6).std(ddof=1) / 5
     n_eff = (1 / 30) * (29 / 30) / se ** 2
     assert clustered["refusal_rate_stderr"] == pytest.approx(se, rel=1e-12) and 30 < n_eff < 60
-    low, high = _wilson_by_hand(5 / 150, n_eff, q)
+    low, high = _wilson_by_hand(5 / 150, n_eff * df_adjustment, z)
     assert (clustered["refusal_rate_ci_low"], clustered["refusal_rate_ci_high"]) == (pytest.approx(low), pytest.approx(high))
     assert clustered["refusal_rate_ci_high"] > out["refusal_rate_ci_high"]  # clustering widens it
     none = stats.response_rates(["Culture"] * 25, {"responses": np.full(25, 6.0), "refusal": np.zeros(25)}, 1, 0)[None]
@@ -184,7 +190,7 @@ def test_status_shares_of_pair_summary_use_the_effective_sample_size():
     assert out["empty_answer_rate_stderr"] == pytest.approx(se, rel=1e-9)
     n_eff = 0.125 * 0.875 / se ** 2
     assert n_eff < 48
-    wilson = _wilson_by_hand(0.125, n_eff, student_t.ppf(0.975, 23))
+    wilson = _wilson_by_hand(0.125, n_eff * (student_t.ppf(0.975, 47) / student_t.ppf(0.975, 23)) ** 2, norm.ppf(0.975))
     assert (out["empty_answer_rate_ci_low"], out["empty_answer_rate_ci_high"]) == (pytest.approx(wilson[0]),
                                                                                    pytest.approx(wilson[1]))
     cons = jackknife.logit_t_interval(out["consistency"], out["consistency_stderr"], 23, 24)
