@@ -211,7 +211,10 @@ def effective_size_wilson_interval(share: float, stderr: float, trials: float, d
     estimate +- t SE it stays inside [0, 1] and keeps a width at a rate near 0 or 1, where the replicate SE
     is itself unreliable: at 12 templates (6 df) the design-t interval of a 5 % refusal rate covered 88.8 %,
     at App. C.8's pilot (108 calls per presentation) 77.6-85.2 %. NaN without a finite share, trials or df.
-    The Wilson-t formula itself is :func:`lm_eval_bias.core.jackknife.wilson_t_interval`."""
+    The Wilson-t formula itself is :func:`lm_eval_bias.core.jackknife.wilson_t_interval`. Counterfactual
+    VQA's rates, a handful of events over 20 pairs, use
+    :func:`lm_eval_bias.core.jackknife.effective_n_wilson_interval` instead: n* capped at the trials, Korn &
+    Graubard's own factor (t_{n-1} / t_{df})^2 with z, and the clusters at a rate of 0 or 1."""
     from lm_eval_bias.core.jackknife import wilson_t_interval
 
     if not (np.isfinite(share) and np.isfinite(trials) and trials > 0) or df < 1:
