@@ -624,8 +624,8 @@ def response_rates(strata: Sequence[str], counts: dict[str, np.ndarray], n_boot:
     standard error of the ratio (:func:`ratio_jackknife`) and Wilson's interval at the effective sample
     size (:func:`effective_n_wilson_interval`: n_eff = rate (1 - rate) / SE^2, at most the number n of
     responses, times Korn & Graubard's 1998 adjustment (t_{n-1} / t_{df})^2 with df = pairs - strata;
-    the t-Wilson interval over the pairs at a rate of 0 or 1); NaN below :data:`MIN_PAIRS_FOR_INTERVAL` pairs or when ``n_boot`` is 0
-    (``seed`` is not used: the jackknife is deterministic)."""
+    the t-Wilson interval over the pairs at a rate of 0 or 1); NaN below :data:`MIN_PAIRS_FOR_INTERVAL`
+    pairs or when ``n_boot`` is 0 (``seed`` is not used: the jackknife is deterministic)."""
     strata = np.asarray([str(s) for s in strata], dtype=object)
     names = [k for k in counts if k != "responses"]
     out: dict[str | None, dict[str, float]] = {}

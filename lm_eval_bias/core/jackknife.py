@@ -159,9 +159,10 @@ def effective_n_wilson_interval(estimate: float, stderr: float, df: int, n_units
     degrees-of-freedom-adjusted effective sample size in Wilson's (1927) score interval. With
     n = ``n_units``, the effective sample size n* = p (1 - p) / SE^2 is capped at n (a design effect
     below 1 is taken as 1, as the NCHS presentation standards do: Parker et al. 2017, Vital Health
-    Stat. 2(175)), multiplied by (t_{n-1} / t_{df})^2 (t quantiles at 1 - alpha / 2), and the interval
-    is Wilson's with the normal quantile at n* (t_{n-1} / t_{df})^2. Franco, Little, Louis & Slud (2019,
-    J. Surv. Stat. Methodol. 7:334) recommend the Wilson form among the effective-size intervals.
+    Stat. 2(175)) and multiplied by (t_{n-1} / t_{df})^2 (t quantiles at 1 - alpha / 2); the interval is
+    Wilson's with the normal quantile and min(n, n*) (t_{n-1} / t_{df})^2 trials. Franco, Little, Louis &
+    Slud (2019, J. Surv. Stat. Methodol. 7:334) recommend the Wilson form among the effective-size
+    intervals.
 
     Made for rates of rare events over few clusters (Counterfactual VQA's response-status rates at
     20 pairs: a handful of refusals in 120 responses), where the logit-t interval of
@@ -184,7 +185,8 @@ def effective_n_wilson_interval(estimate: float, stderr: float, df: int, n_units
         return float("nan"), float("nan")
     q = 0.5 + level / 2.0
     n_eff = min(float(n_units), estimate * (1.0 - estimate) / (stderr * stderr))
-    df_adjustment = (float(student_t.ppf(q, max(float(n_units) - 1.0, 1.0))) / float(student_t.ppf(q, df))) ** 2
+    t_units, t_df = float(student_t.ppf(q, max(float(n_units) - 1.0, 1.0))), float(student_t.ppf(q, df))
+    df_adjustment = (t_units / t_df) ** 2  # Korn & Graubard's (t_{n-1} / t_df)^2
     return _wilson_score(estimate, n_eff * df_adjustment, float(norm.ppf(q)))
 
 
