@@ -11,8 +11,10 @@ by the interval's choice, not by the data.
 
 The distributions are exact where the statistic is binomial (FACT-OR-FAIR's invalid answers: a fixed
 probability per query, :data:`scripts.calibration.fact_or_fair.REFUSAL_MODELS`) and simulated with the
-calibration module's own data-generating model elsewhere (Counterfactual VQA's smallest scope:
-:func:`scripts.calibration.cf_vqa.simulate_scenario`, ``--draws`` runs from a seed stream of its own).
+calibration module's own data-generating model elsewhere (Counterfactual VQA's smallest scope and Table
+3's per-category Cons: :func:`scripts.calibration.cf_vqa.simulate_scenario`, ``--draws`` runs from a seed
+stream of its own). Table 3's row pools five cells over the same seeds, so its attainable coverages are
+the means of one run per cell (:func:`scripts.calibration.pooled_attainable_coverages`).
 The table's coverage is read from ``scripts/calibration/results/*.json``.
 
 ``python scripts/attainable_coverage.py [--draws N] [--write-docs]`` prints the table (and writes it
@@ -35,7 +37,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from scripts.calibration import attainable_coverages, empirical_distribution, replace_between_markers  # noqa: E402
+from scripts.calibration import (attainable_coverages, empirical_distribution, pooled_attainable_coverages,  # noqa: E402
+                                 replace_between_markers)
 
 RESULTS = ROOT / "scripts" / "calibration" / "results"
 DOCS = ROOT / "docs" / "statistics.md"
@@ -69,15 +72,19 @@ def fact_or_fair_rows() -> list[dict]:
 
 def cf_vqa_rows(draws: int) -> list[dict]:
     """The smallest scope with an interval (20 pairs of one subcategory, 3 option orders x 2 images)
-    under each model of the truth grid: the key's value over ``draws`` simulated runs."""
+    under each model of the truth grid: the key's value over ``draws`` simulated runs; and Table 3's Cons
+    per category on the HNER query pairs, a row that pools five cells
+    (:func:`scripts.calibration.pooled_attainable_coverages`)."""
     from lm_eval_bias.cf_vqa import stats
     from scripts.calibration import cf_vqa as cal
 
     design = cal.real_design(False)
     idx = design.smallest
+    query_cells = cal.scope_cells(design)["query_category"]
     rows = []
     for k, scenario in enumerate(cal.SCENARIOS):
         values: dict[str, list[float]] = {key: [] for key in CF_VQA_KEYS}
+        cons: dict[str, list[float]] = {cell: [] for cell in query_cells}
         for s in range(draws):
             g, counts = cal.simulate_scenario(np.random.default_rng([SEED, k, s]), scenario, design)
             total = counts["responses"][idx].sum()
@@ -86,6 +93,8 @@ def cf_vqa_rows(draws: int) -> list[dict]:
             scoped = stats._scoped(stats._subgrid(g, idx), None)
             for key in ("empty_answer_rate", "refusal_asymmetry_rate"):
                 values[key].append(float(scoped[key][0]))
+            for cell, cell_idx in query_cells.items():
+                cons[cell].append(float(stats._scoped(stats._subgrid(g, cell_idx), None)["consistency"][0]))
         for key in CF_VQA_KEYS:
             att = attainable_coverages(empirical_distribution(values[key]))
             table = _table_coverage("cf_vqa", lambda r, key=key, name=scenario.name: r["quantity"] == f"{key} [smallest]"
@@ -93,6 +102,14 @@ def cf_vqa_rows(draws: int) -> list[dict]:
             rows.append({"benchmark": "cf_vqa", "quantity": f"{key} [smallest]", "model": scenario.name,
                          "design": f"{len(idx)} pairs x {2 * cal.RUNS} responses", "truth": float(np.mean(values[key])),
                          "distribution": f"{draws} simulated runs", "table": table, **att})
+        sizes = sorted(len(cell_idx) for cell_idx in query_cells.values())
+        att = pooled_attainable_coverages([empirical_distribution(v) for v in cons.values()])
+        table = _table_coverage("cf_vqa", lambda r, name=scenario.name: r["quantity"] == "consistency [query_category]"
+                                and r["kind"] == "interval" and r["dgp"].startswith(f"{name}:"))
+        rows.append({"benchmark": "cf_vqa", "quantity": "consistency [query_category]", "model": scenario.name,
+                     "design": f"{len(query_cells)} categories x {sizes[0]}-{sizes[-1]} HNER pairs x {2 * cal.RUNS} "
+                               "responses (pooled)", "truth": float(np.mean([np.mean(v) for v in cons.values()])),
+                     "distribution": f"{draws} simulated runs", "table": table, **att})
     return rows
 
 

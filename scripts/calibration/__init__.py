@@ -152,18 +152,53 @@ def attainable_coverages(probabilities, low: float = COVERAGE_BAND[0], high: flo
     coverage under ``low`` and the smallest over ``high`` (NaN when there is none). When ``inside`` is
     False no such interval meets the band at this truth: a valid one (coverage >= ``high``) covers at
     least ``above``."""
+    sums, values = _run_sums(probabilities)
+    return _against_band(sums, values, low, high)
+
+
+def _against_band(coverages, values: int, low: float, high: float) -> dict:
+    """The dict of :func:`attainable_coverages` from the attainable ``coverages``."""
+    import numpy as np
+
+    if values == 0:
+        return {"inside": False, "below": math.nan, "above": math.nan, "values": 0}
+    under, over = coverages[coverages < low], coverages[coverages > high]
+    return {"inside": bool(np.any((coverages >= low) & (coverages <= high))),
+            "below": float(under.max()) if under.size else math.nan,
+            "above": float(over.min()) if over.size else math.nan, "values": values}
+
+
+def _run_sums(probabilities) -> tuple["np.ndarray", int]:
+    """(P(x_a) + ... + P(x_b) for every run a <= b of consecutive values, number of values with P > 0)."""
     import numpy as np
 
     p = np.asarray(probabilities, dtype=np.float64)
     p = p[p > 0]
     if p.size == 0:
-        return {"inside": False, "below": math.nan, "above": math.nan, "values": 0}
+        return np.zeros(0), 0
     cumulative = np.concatenate([[0.0], np.cumsum(p / p.sum())])
-    sums = (cumulative[None, :] - cumulative[:, None])[np.triu_indices(cumulative.size, 1)]
-    under, over = sums[sums < low], sums[sums > high]
-    return {"inside": bool(np.any((sums >= low) & (sums <= high))),
-            "below": float(under.max()) if under.size else math.nan,
-            "above": float(over.min()) if over.size else math.nan, "values": int(p.size)}
+    return (cumulative[None, :] - cumulative[:, None])[np.triu_indices(cumulative.size, 1)], int(p.size)
+
+
+def pooled_attainable_coverages(distributions, low: float = COVERAGE_BAND[0], high: float = COVERAGE_BAND[1],
+                                resolution: float = 1e-4) -> dict:
+    """:func:`attainable_coverages` of a row that pools several cells over the same seeds (its coverage
+    is the mean of the cells' coverages): each cell's coverage is one of its runs' sums, so the row's is
+    one of the means of one run sum per cell. ``distributions``: one P(X = x_j) array per cell. The means
+    are built cell by cell on a grid of ``resolution`` (each cell's sums rounded to it: the mean is
+    exact to ``resolution`` / 2). Returns the same keys, ``values`` the largest number of distinct
+    values of a cell."""
+    import numpy as np
+
+    totals, widest = np.zeros(1, dtype=np.int64), 0
+    for probabilities in distributions:
+        sums, values = _run_sums(probabilities)
+        if values == 0:
+            return _against_band(sums, 0, low, high)
+        widest = max(widest, values)
+        steps = np.unique(np.round(sums / resolution).astype(np.int64))
+        totals = np.unique((totals[:, None] + steps[None, :]).ravel())
+    return _against_band(totals * resolution / max(len(distributions), 1), widest, low, high)
 
 
 def empirical_distribution(values) -> "np.ndarray":

@@ -245,6 +245,27 @@ def test_attainable_coverages_are_the_runs_of_consecutive_values():
     assert attainable_coverages([])["values"] == 0
 
 
+def test_pooled_attainable_coverages_are_means_of_one_run_per_cell():
+    from scipy.stats import binom
+
+    from scripts.calibration import attainable_coverages, pooled_attainable_coverages
+
+    # cell A: two values at 1/2 each -> runs 0.5, 0.5, 1.0; cell B: 0.9, 0.1 -> runs 0.9, 0.1, 1.0.
+    # Neither cell alone has a run in 93-97 %, but the pooled row's coverage (the mean of the two)
+    # can be (1.0 + 0.9) / 2 = 0.95; means under 93 %: 0.3, 0.55, 0.7, 0.75; over 97 %: 1.0
+    a, b = [0.5, 0.5], [0.9, 0.1]
+    assert not attainable_coverages(a)["inside"] and not attainable_coverages(b)["inside"]
+    pooled = pooled_attainable_coverages([a, b])
+    assert pooled["inside"] and pooled["values"] == 2
+    assert pooled["below"] == pytest.approx(0.75, abs=1e-4) and pooled["above"] == pytest.approx(1.0, abs=1e-4)
+    # one cell: the same answer as attainable_coverages, to the grid's resolution
+    ten = binom.pmf(np.arange(11), 10, 0.5)
+    one, alone = pooled_attainable_coverages([ten]), attainable_coverages(ten)
+    assert one["inside"] == alone["inside"] and one["values"] == alone["values"] == 11
+    assert one["below"] == pytest.approx(alone["below"], abs=1e-4) and one["above"] == pytest.approx(alone["above"], abs=1e-4)
+    assert pooled_attainable_coverages([a, []])["values"] == 0
+
+
 def test_attainable_coverage_script_rows_and_docs_block(tmp_path):
     from scripts import attainable_coverage as script
 
@@ -252,8 +273,11 @@ def test_attainable_coverage_script_rows_and_docs_block(tmp_path):
     assert len(fof) == 1 and not fof[0]["inside"] and fof[0]["above"] == pytest.approx(0.98271, abs=1e-5)
     assert 0.9 < fof[0]["table"] <= 1.0  # the saved calibration row it explains
     cf = script.cf_vqa_rows(draws=20)
-    assert len(cf) == 4 * len(script.CF_VQA_KEYS)
+    assert len(cf) == 4 * (len(script.CF_VQA_KEYS) + 1)  # the smallest scope's rates and Table 3's pooled Cons
     assert all(math.isfinite(r["table"]) and 0 < r["values"] <= 20 for r in cf)
+    table3 = [r for r in cf if r["quantity"] == "consistency [query_category]"]
+    assert [r["model"] for r in table3] == ["none", "limit", "paper", "strong"]
+    assert all("5 categories x" in r["design"] and 0 < r["truth"] < 1 for r in table3)
     page = tmp_path / "statistics.md"
     page.write_text(f"intro\n{script.BEGIN}\nold\n{script.END}\nrest\n")
     script.write_docs(script.markdown(fof), page)
