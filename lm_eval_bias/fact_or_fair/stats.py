@@ -622,8 +622,9 @@ def stratified_wilson_interval(successes: np.ndarray, trials: np.ndarray, level:
     V = 0 (every stratum all-or-nothing, or p in {0, 1}) n* = N (the plain Wilson interval). Used for
     S_fact, the context rates and the refusal / invalid shares: a binomial interval with the stratum
     heterogeneity in n* -- the recentred bootstrap percentile interval it replaces covered 91-93 % at
-    the objective designs (3 queries per stratum). NaN when there are no trials."""
-    from scipy.stats import t as student_t
+    the objective designs (3 queries per stratum). NaN when there are no trials. Wilson's formula is
+    :func:`lm_eval_bias.core.jackknife.wilson_t_interval` at n* trials."""
+    from lm_eval_bias.core.jackknife import wilson_t_interval
 
     x = np.asarray(successes, dtype=np.float64)
     n = np.asarray(trials, dtype=np.float64)
@@ -638,11 +639,7 @@ def stratified_wilson_interval(successes: np.ndarray, trials: np.ndarray, level:
     variance = float(np.sum((n / total) ** 2 * s2 / n))
     n_eff = p * (1 - p) / variance if variance > 0 and 0 < p < 1 else total
     df = total - used.sum()
-    q = float(student_t.ppf(0.5 + level / 2, max(df, 1)))
-    den = 1 + q * q / n_eff
-    centre = (p + q * q / (2 * n_eff)) / den
-    half = q * math.sqrt(p * (1 - p) / n_eff + q * q / (4 * n_eff * n_eff)) / den
-    return float(max(centre - half, 0.0)), float(min(centre + half, 1.0))
+    return wilson_t_interval(p, n_eff, max(df, 1), level)
 
 
 def rate_cells(table: CellTable, rate: str) -> tuple[np.ndarray, np.ndarray]:
