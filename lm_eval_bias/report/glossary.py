@@ -185,14 +185,16 @@ SUFFIXES: dict[str, str] = {
     "_ci_low": "lower end of the 95 % interval of {m}, computed inside the task from the benchmark's cluster bootstrap "
                "(the same with or without --log_samples): REFLECT estimate - t_df x SE (df = templates - occupations), "
                "FACT-OR-FAIR's rates a stratified Wilson interval, Counterfactual VQA's and VIGNETTE's shares the logit-t "
-               "interval of the stratified pair jackknife (none below 20 / 10 pairs), VIGNETTE's polarity cells the "
+               "interval of the stratified pair jackknife (Counterfactual VQA's response-status rates Wilson's at "
+               "the jackknife's effective sample size; none below 20 / 10 pairs), VIGNETTE's polarity cells the "
                "2.5 % percentile of the pair bootstrap; "
                "for a magnitude that is positive "
                "without bias (REFLECT Pol, JSD) the interval is for the parameter: test inversion over the "
                "template bootstrap (Pol) or over a parametric bootstrap at the design's effective sample size (JSD), "
                "no test before it; REFLECT Ext has none (a step function of the cells).",
     "_ci_high": "upper end of the 95 % interval of {m}, computed inside the task (REFLECT estimate + t_df x SE; "
-                "Counterfactual VQA's and VIGNETTE's shares the logit-t interval of the pair jackknife, VIGNETTE's "
+                "Counterfactual VQA's and VIGNETTE's shares the logit-t interval of the pair jackknife (Counterfactual VQA's "
+                "response-status rates Wilson's at its effective sample size), VIGNETTE's "
                 "polarity cells the 97.5 % percentile of the pair bootstrap; REFLECT Pol, JSD: "
                 "upper end of the interval for the parameter).",
     "_null": "null floor of {m}: its mean under a permutation null of the same design (group labels permuted "

@@ -5,7 +5,8 @@ In order of preference:
 
 1. **The task's own interval**: the ``<key>_ci_low`` / ``<key>_ci_high`` result keys, the interval of the
    benchmark's own cluster bootstrap (REFLECT: design-t, estimate ± t_df · SE; FACT-OR-FAIR rates:
-   stratified Wilson; Counterfactual VQA, VIGNETTE shares: logit-t of the pair jackknife) computed inside the task's aggregation
+   stratified Wilson; Counterfactual VQA, VIGNETTE shares: logit-t of the pair jackknife, Counterfactual VQA's
+   response-status rates Wilson's at the jackknife's effective sample size) computed inside the task's aggregation
    (``LM_EVAL_BIAS_BOOTSTRAP_ITERS``, default 1000; ``LM_EVAL_BIAS_BOOTSTRAP_SEED``) — the same number
    in the results JSON, in the logged samples and here. REFLECT summaries that carry the same
    intervals as a ``ci_low`` / ``ci_high`` table (the template-cluster bootstrap of App. C.3) count

@@ -320,9 +320,9 @@ def _details(run: TaskRun, w: Writer, part: Part) -> None:
 ALPHA = 0.05
 MARK_LEGEND = "* = Holm p < 0.05"
 #: how every pair-clustered share of this section gets its interval (docs/vignette.md "Intervals")
-SHARE_INTERVAL_TEXT = ("the cell's image pairs as clusters, delete-one-pair jackknife standard error, logit-t "
-                       "interval with pairs - 1 degrees of freedom; the mid-p exact binomial interval where every "
-                       "pair carries one answer")
+SHARE_INTERVAL_TEXT = ("the cell's image pairs as clusters, delete-one-pair jackknife standard error, Wilson's "
+                       "interval at its effective sample size with Korn & Graubard's adjustment for pairs - 1 "
+                       "degrees of freedom; the mid-p exact binomial interval where every pair carries one answer")
 #: why a share of these tables has no interval
 FEW_PAIRS_TEXT = (f"cells with fewer than {stats.MIN_PAIRS_FOR_INTERVAL} image pairs have no interval "
                   f"({stats.FEW_PAIRS_REASON}: below that the t reference of the pair jackknife is not trusted; "

@@ -65,6 +65,27 @@ def mc_deviation(rate: float, n_seeds: int, target: float) -> float:
     return (rate - target) / error if error > 0 else float("nan")
 
 
+def seed_clustered_mc_error(hits_per_seed) -> float:
+    """Monte Carlo standard error of a coverage (or rejection) rate pooled over several cells a seed
+    (e.g. one interval per activity): the seeds are independent, the cells of one seed are not, so
+    the rate sum(h_s) / sum(n_s) is a ratio over S seed clusters with SE sqrt(sum_s (h_s - r n_s)^2 /
+    (S (S - 1))) / mean(n_s) (h_s hits of n_s intervals in seed s; Cochran 1977, Sampling Techniques,
+    Sec. 6.4). :func:`mc_error` counts a seed's cells as one draw, so it is an upper bound here when
+    the cells vary independently; this is the error of the pooled row itself. NaN below two seeds
+    with intervals."""
+    import numpy as np
+
+    hits = [np.asarray(h, dtype=float) for h in hits_per_seed]
+    h = np.array([np.nansum(x) for x in hits])
+    n = np.array([np.isfinite(x).sum() for x in hits], dtype=float)
+    keep = n > 0
+    h, n = h[keep], n[keep]
+    if len(n) < 2:
+        return float("nan")
+    rate = h.sum() / n.sum()
+    return float(math.sqrt(np.sum((h - rate * n) ** 2) / (len(n) * (len(n) - 1))) / n.mean())
+
+
 def mc_allowance(n_seeds: int) -> float:
     """Deprecated name of :func:`mc_error` at a 5 % rate (kept for modules that still import it; no
     band adds it any more)."""

@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from lm_eval_bias.vignette import stats as vg
+from scripts.calibration import seed_clustered_mc_error
 
 N_IDS = 14
 N_ACTIVITIES = 75
@@ -794,7 +795,7 @@ def share_rows(n_seeds: int, seed: int, offset: int = 0, quick: bool = False) ->
         truth_of = {by: sums[by]["_m"] / sums[by]["_one"] for by in (("activity",), ("dimension", "activity"))}
         truth_all = float(sums["all"][0] / sums["all"][1])
         overall, overall_est = [], []
-        per_activity, per_cell = [], []
+        per_activity, per_cell, per_activity_by_seed = [], [], []
         n_act_cells, n_act_ci, n_dim_cells, n_dim_ci, act_truths = [], [], [], [], []
         for s in seeds:
             rng = np.random.default_rng([seed, 120_000 + int(mu * 100), s])
@@ -813,13 +814,17 @@ def share_rows(n_seeds: int, seed: int, offset: int = 0, quick: bool = False) ->
                 with_ci.append(int(np.isfinite(hits).sum()))
                 if by == ("activity",):
                     act_truths.extend(truth.tolist())
+                    per_activity_by_seed.append(hits)
         dgp = (f"P(correct) = expit({mu:g} + activity (sd 0.7) + identity (sd 0.4) + pair (sd 0.5) effects - 0.5 for "
                "'who' questions)")
         row("factuality_accuracy", fact, dgp, truth_all, overall_est, overall,
             note=f"truth: expected accuracy over the sampler's designs ({SHARE_TRUTH_DESIGNS} drawn)")
         row("factuality accuracy per activity (report)", fact, dgp, float(np.mean(act_truths)), [], per_activity,
             note=(f"{np.mean(n_act_ci):.0f} of {np.mean(n_act_cells):.0f} activities have >= {minimum} pairs and an "
-                  f"interval (coverage over those); truths {np.min(act_truths):.3f}-{np.max(act_truths):.3f}"))
+                  f"interval (coverage over those); truths {np.min(act_truths):.3f}-{np.max(act_truths):.3f}; "
+                  f"Monte Carlo SE with the seed as the cluster "
+                  f"{seed_clustered_mc_error(per_activity_by_seed):.4f} (the MC SE column counts a seed's "
+                  "activities as one draw)"))
         row("factuality accuracy per bias dimension x activity (report)", fact, dgp, math.nan, [], per_cell,
             note=(f"{np.mean(n_dim_ci):.1f} of {np.mean(n_dim_cells):.0f} cells have >= {minimum} pairs and an "
                   "interval (coverage over those); the others show the reason"))

@@ -134,6 +134,14 @@ def test_effective_n_wilson_interval_by_hand():
     capped = jackknife.effective_n_wilson_interval(0.05, 0.01, 19, 120, 20)
     expected = _wilson_by_hand(0.05, 120.0 * (t119 / t19) ** 2, z)
     assert capped == (pytest.approx(expected[0]), pytest.approx(expected[1]))
+    # uncapped (R survey's form, VIGNETTE's domain shares): n_eff = 0.0475 / 0.0001 = 475 -> n* = 425.13
+    uncapped = jackknife.effective_n_wilson_interval(0.05, 0.01, 19, 120, 20, cap_at_units=False)
+    assert 475.0 * (t119 / t19) ** 2 == pytest.approx(425.13, abs=1e-2)
+    expected = _wilson_by_hand(0.05, 475.0 * (t119 / t19) ** 2, z)
+    assert uncapped == (pytest.approx(expected[0]), pytest.approx(expected[1]))
+    assert uncapped[1] - uncapped[0] < capped[1] - capped[0]
+    # below the cap the two agree
+    assert jackknife.effective_n_wilson_interval(0.05, 0.025, 19, 120, 20, cap_at_units=False) == (low, high)
     # narrower than the logit-t interval of the same SE at a handful of events (the reason it is used)
     logit_low, logit_high = jackknife.logit_t_interval(0.05, 0.025, 19, 20)
     assert high - low < logit_high - logit_low

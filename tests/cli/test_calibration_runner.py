@@ -168,6 +168,22 @@ def test_inside_band_probability_is_the_binomial_mass_in_the_band_and_matches_a_
     assert "would put 2 of 2 inside" in runner._met_line(rows)
 
 
+def test_seed_clustered_mc_error_by_hand_and_by_simulation():
+    from scripts.calibration import mc_error, seed_clustered_mc_error
+
+    # seeds with 2 / 3, 3 / 3 and 2 / 2 intervals covering (one without an interval): rate 7 / 8, residuals
+    # -0.625, 0.375, 0.25 -> sqrt(0.59375 / 6) / (8 / 3) = 0.11797
+    assert seed_clustered_mc_error([[1, 1, 0], [1, 1, 1], [1, np.nan, 1]]) == pytest.approx(0.11797, abs=1e-5)
+    assert math.isnan(seed_clustered_mc_error([[1, 0]]))
+    # 400 seeds of 50 independent 95 % intervals: about sqrt(0.95 x 0.05 / 20000) = 0.0015, a seventh of
+    # mc_error(400) = 0.0109; 50 intervals that all cover or all miss together: mc_error itself
+    rng = np.random.default_rng(0)
+    independent = seed_clustered_mc_error(rng.random((400, 50)) < 0.95)
+    assert independent == pytest.approx(math.sqrt(0.95 * 0.05 / 20000), rel=0.15)
+    together = seed_clustered_mc_error(np.repeat(rng.random((400, 1)) < 0.95, 50, axis=1))
+    assert together == pytest.approx(mc_error(400), rel=0.25)
+
+
 def test_per_module_json_and_assembly_from_json(modules_dir, tmp_path, capsys):
     """--json DIR writes one <module>.json per module; --from-json DIR assembles the table, the docs
     table and the figure from them without running anything (rows recomputed against the band)."""

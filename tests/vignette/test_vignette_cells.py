@@ -180,7 +180,7 @@ def test_group_rates_and_factuality_by_activity_by_hand():
     assert few[["stderr", "ci_low", "ci_high"]].isna().all().all()
     # "run" answered by 12 pairs, one answer each, always right: the mid-p interval [0.05^(1/12), 1] (half of
     # P(X = 12) = theta^12 is 0.025 at the lower end); "cook": 12 pairs, 2 answers each, one pair of three
-    # wrong twice -> 20 / 24, jackknife SE by hand (one stratum), logit-t
+    # wrong twice -> 16 / 24, jackknife SE by hand (one stratum), Korn & Graubard's effective-size Wilson
     k = 12
     rows = [(f"r{i}", "run", "A", True) for i in range(k)]
     rows += [(f"c{i}", "cook", "A", i % 3 != 0) for i in range(k) for _ in range(2)]
@@ -193,7 +193,17 @@ def test_group_rates_and_factuality_by_activity_by_hand():
     se = math.sqrt((k - 1) / k * np.sum((loo - loo.mean()) ** 2))
     assert out.loc["cook", "accuracy"] == pytest.approx(2 / 3) and out.loc["cook", "stderr"] == pytest.approx(se)
     p = 2 / 3
-    assert out.loc["cook", "ci_low"] == pytest.approx(expit(logit(p) - q * se / (p * (1 - p))))
+    # SE^2 = 11/12 (4 x 0.060606^2 + 8 x 0.030303^2) = 0.020202: n_eff = (2/9) / 0.020202 = 11 (design
+    # effect 24 / 11), n* = 11 (t_23 / t_11)^2 = 11 x (2.0687 / 2.2010)^2 = 9.7172 answers; Wilson with z:
+    # z^2 / n* = 0.39532, centre (2/3 + 0.19766) / 1.39532 = 0.61945, half 1.95996 sqrt(0.22222 / 9.7172
+    # + 3.8415 / 377.70) / 1.39532 = 0.25533 -> [0.3641, 0.8748]
+    assert p * (1 - p) / se**2 == pytest.approx(11.0)
+    n_star = 11.0 * (student_t.ppf(0.975, 23) / q) ** 2
+    assert n_star == pytest.approx(9.7172, abs=1e-3)
+    assert out.loc["cook", "ci_low"] == pytest.approx(0.3641, abs=5e-4)
+    assert out.loc["cook", "ci_high"] == pytest.approx(0.8748, abs=5e-4)
+    # narrower than the logit-t interval of the same SE with t_11, which it replaced (coverage 97-98 %)
+    assert out.loc["cook", "ci_low"] > expit(logit(p) - q * se / (p * (1 - p))) + 0.03
     per_identity = vg.factuality_by_activity(frame, n_boot=0, seed=0, by=("identity", "activity"))
     assert per_identity.loc[("A", "cook"), "accuracy"] == 0.5 and per_identity.loc[("B", "run"), "n"] == 2
 
