@@ -1241,11 +1241,14 @@ def log_odds_tests(table: pd.DataFrame, n_boot: int, seed: int, level: float = 0
     matrix). Long format indexed by (identity, context); NaN intervals (and p-values) when ``n_boot``
     is 0, the dimension has fewer than two pairs or the cell fewer than :data:`MIN_PAIRS_FOR_INTERVAL`
     image pairs (at the tasks' default budgets a cell has 1-2 pairs: its sd has no degrees of freedom
-    to speak of). Target of the interval: the log-odds of the expected counts over the cell's partners
-    (sides random), without the add-one smoothing -- at 13 pairs x 6 docs a cell the smoothing moves
-    the estimate by < 0.01; the interval covers 96-97 % at identity x activity effects of sd 0-0.2
-    (scripts/calibration/vignette.py :func:`log_odds_rows`), conservative when partners differ a lot
-    (the pair bootstrap counts the partners as drawn, the exhaustive design fixes them)."""
+    to speak of). Target of the interval: the log-odds of the expected counts over the population of
+    partners the tasks' sampler draws from (the identity's stratum; sides random), without the add-one
+    smoothing -- at 13 pairs x 6 docs a cell the smoothing moves the estimate by < 0.01; the interval
+    covers 96.0-96.3 % at identity x activity effects of sd 0-0.35 with the tasks' sampler at a budget
+    that gives a cell 13 pairs on average (scripts/calibration/vignette.py :func:`log_odds_rows`). With
+    every identity pair once per activity (partners fixed, a design the tasks never draw) it is
+    conservative when partners differ a lot (98.8 % at sd 0.35): the pair bootstrap counts the partners
+    as drawn."""
     from scipy.stats import t as student
 
     from lm_eval_bias.core.bootstrap import cluster_bootstrap_weights

@@ -138,17 +138,19 @@ def real_identities() -> tuple[np.ndarray, np.ndarray]:
     return np.array(names), np.array(dims)
 
 
-def sample_real_pairs(rng, per_identity: int, n_activities: int = N_ROLE_ACTIVITIES, two_activities: bool = False):
+def sample_real_pairs(rng, per_identity: int, n_activities: int = N_ROLE_ACTIVITIES, two_activities: bool = False,
+                      strata: dict | None = None):
     """The budgeted sampler of lm_eval_bias.vignette.pairs.sample_pairs (with replacement) on the real
-    strata: every identity is the anchor ``per_identity`` times, its partner uniform among its stratum's
+    strata (``strata``: :data:`STRATA` unless given, e.g. one of them alone): every identity is the anchor ``per_identity`` times, its partner uniform among its stratum's
     other identities, the anchor left on even and right on odd draws of its stratum; activities dealt
     from a shuffled deck per gender (one activity per person when ``two_activities``). Returns (left,
     right, left activity, right activity) as identity / activity indices."""
+    strata = STRATA if strata is None else strata
     left, right, act_l, act_r = [], [], [], []
     start = 0
     for gender in ("male", "female"):
         deck: list[int] = []
-        for (g, _), n in STRATA.items():
+        for (g, _), n in strata.items():
             if g != gender:
                 continue
             draw = 0
@@ -896,27 +898,47 @@ def share_rows(n_seeds: int, seed: int, offset: int = 0, quick: bool = False) ->
     return rows
 
 
-def logodds_table_and_truth(rng, image_sd: float, effects_seed: int = 5, n_activities: int = N_ACTIVITIES):
+#: the tasks' sampler on the 14 identities of one stratum at a budget that gives a log-odds cell (identity x
+#: activity) 13 image pairs on average: each identity is the anchor 488 times and a partner about as often,
+#: 2 x 488 / 75 activities = 13.0
+LOG_ODDS_PER_IDENTITY = 488
+LOG_ODDS_STRATUM = {("male", "race_ethnicity_color"): N_IDS}
+
+
+def logodds_table_and_truth(rng, image_sd: float, effects_seed: int = 5, n_activities: int = N_ACTIVITIES,
+                            exhaustive: bool = False):
     """:func:`decision_table` with identity x activity (image) effects eta ~ N(0, ``image_sd``) (fixed by
     ``effects_seed``) -- the cells' log-odds -- and the true log-odds per identity x activity: logit of the
-    expected share in the cell minus logit of the expected share in the identity's other activities
-    (expected counts over the design's partners, pair effects integrated out: mean 0; sides random, so
-    the left-side effect averages out). The parameter of the paper's log-odds without its add-one
-    smoothing."""
+    expected share in the cell minus logit of the expected share in the identity's other activities,
+    over the population of partners (each other identity of the stratum equally likely, as the sampler
+    draws them; pair effects integrated out: mean 0; sides random, so the left-side effect averages out).
+    The parameter of the paper's log-odds without its add-one smoothing.
+
+    The pairs are the tasks' sampler (:func:`sample_real_pairs` on one stratum of 14 identities,
+    :data:`LOG_ODDS_PER_IDENTITY` draws an anchor: partners drawn with replacement, activities dealt
+    from a deck), so a cell's partners are a random draw, as in a task run with a raised
+    ``pairs_per_identity``. ``exhaustive=True``: every identity pair once per activity instead (13 image
+    pairs a cell, the partners fixed) -- a design the tasks never use, where the pair bootstrap, which
+    counts the partners as drawn, is conservative."""
     eta = np.random.default_rng(effects_seed).normal(0, image_sd, (N_IDS, n_activities))
-    left, right, act = _pairs(N_IDS, n_activities, rng)
+    if exhaustive:
+        left, right, act = _pairs(N_IDS, n_activities, rng)
+    else:
+        left, right, act, _ = sample_real_pairs(rng, LOG_ODDS_PER_IDENTITY, n_activities, strata=LOG_ODDS_STRATUM)
     p = np.clip(0.5 + NUISANCE["left"] + (eta[left, act] - eta[right, act]) / 2
                 + rng.normal(0, NUISANCE["pair_sd"], left.size), 0, 1)
-    # the parameter: sides are a coin flip per pair (_pairs), so the left-side effect averages out of it
-    mean = np.clip(0.5 + (eta[left, act] - eta[right, act]) / 2, 0, 1)
     q = np.repeat(np.arange(left.size), N_QUESTIONS)
     chose = (rng.random(q.size) < p[q]).astype(int)
     table = _table(left[q], right[q], act[q].astype(str), q, chose)
+    # the parameter: every (identity, partner, activity) once, sides a coin flip, so the left-side effect
+    # averages out of it
+    i, j, a = _pairs(N_IDS, n_activities, np.random.default_rng(0))
+    mean = np.clip(0.5 + (eta[i, a] - eta[j, a]) / 2, 0, 1)
     ex, en = np.zeros((N_IDS, n_activities)), np.zeros((N_IDS, n_activities))
-    np.add.at(ex, (left, act), N_QUESTIONS * mean)
-    np.add.at(en, (left, act), N_QUESTIONS)
-    np.add.at(ex, (right, act), N_QUESTIONS * (1 - mean))
-    np.add.at(en, (right, act), N_QUESTIONS)
+    np.add.at(ex, (i, a), mean)
+    np.add.at(en, (i, a), 1.0)
+    np.add.at(ex, (j, a), 1 - mean)
+    np.add.at(en, (j, a), 1.0)
     rest_x, rest_n = ex.sum(1, keepdims=True) - ex, en.sum(1, keepdims=True) - en
     with np.errstate(divide="ignore", invalid="ignore"):
         truth = np.log(ex / (en - ex)) - np.log(rest_x / (rest_n - rest_x))
@@ -925,30 +947,45 @@ def logodds_table_and_truth(rng, image_sd: float, effects_seed: int = 5, n_activ
 
 def log_odds_rows(n_seeds: int, n_boot: int, seed: int, offset: int = 0, n_act: int = N_ACTIVITIES) -> list[dict]:
     """Coverage of the log-odds cell intervals (report; :func:`lm_eval_bias.vignette.stats.log_odds_tests`)
-    of the true log-odds (:func:`logodds_table_and_truth`) on a grid of identity x activity effects, at 14
-    identities in one stratum, every identity pair once per activity (13 image pairs a cell, 6 docs each).
-    At the tasks' default budgets a cell has 1-2 image pairs: no interval (MIN_PAIRS_FOR_INTERVAL)."""
-    design = f"{N_IDS} identities, {N_IDS * (N_IDS - 1) // 2 * n_act} identity-contrast pairs x {N_QUESTIONS} questions"
+    of the true log-odds (:func:`logodds_table_and_truth`) on a grid of identity x activity effects, at the
+    tasks' sampler on one stratum of 14 identities with a budget that gives a cell 13 image pairs on
+    average (6 docs each; cells below 10 pairs have no interval and are left out); a diagnostic row at
+    the strongest effects with every identity pair once per activity (partners fixed). At the tasks'
+    default budgets a cell has 1-2 image pairs: no interval (MIN_PAIRS_FOR_INTERVAL)."""
+    n_pairs = N_IDS * LOG_ODDS_PER_IDENTITY
+    sampled = (f"{N_IDS} identities (one stratum), the tasks' sampler at pairs_per_identity {LOG_ODDS_PER_IDENTITY}: "
+               f"{n_pairs} identity-contrast pairs (partners drawn, ~13 a cell) x {N_QUESTIONS} questions")
+    fixed = (f"{N_IDS} identities, every identity pair once per activity: "
+             f"{N_IDS * (N_IDS - 1) // 2 * n_act} identity-contrast pairs (partners fixed, 13 a cell) x {N_QUESTIONS} "
+             "questions")
     rows = []
-    for sd in LOG_ODDS_GRID:
-        hits, bias, spread = [], [], []
+    for sd, exhaustive in [(sd, False) for sd in LOG_ODDS_GRID] + [(LOG_ODDS_GRID[-1], True)]:
+        hits, per_seed, bias, spread, with_ci = [], [], [], [], []
         for s in range(offset, offset + n_seeds):
-            rng = np.random.default_rng([seed, 160_000 + int(sd * 1000), s])
-            table, truth = logodds_table_and_truth(rng, sd, n_activities=n_act)
+            rng = np.random.default_rng([seed, 160_000 + int(sd * 1000) + (500 if exhaustive else 0), s])
+            table, truth = logodds_table_and_truth(rng, sd, n_activities=n_act, exhaustive=exhaustive)
             out = vg.log_odds_tests(table, n_boot, seed + s)
             ids = np.array([int(i[2:]) for i in out.index.get_level_values(0)])
             acts = np.array([int(a) for a in out.index.get_level_values(1)])
             t = truth[ids, acts]
             ok = np.isfinite(out["ci_low"].to_numpy())
-            hits.append(float(np.mean(((out["ci_low"] <= t) & (t <= out["ci_high"])).to_numpy()[ok])))
+            cell_hits = ((out["ci_low"] <= t) & (t <= out["ci_high"])).to_numpy()[ok]
+            per_seed.append(cell_hits)
+            hits.append(float(np.mean(cell_hits)))
+            with_ci.append(float(np.mean(ok)))
             bias.append(float(np.mean(out["log_odds"].to_numpy() - t)))
             spread.append(float(np.sqrt(np.mean(t ** 2))))
-        rows.append(_row("log-odds cell interval (report: estimate -+ t x pair-bootstrap sd)", "interval", design,
+        rows.append(_row("log-odds cell interval (report: estimate -+ t x pair-bootstrap sd)", "interval",
+                         fixed if exhaustive else sampled,
                          f"identity x activity effects sd {sd:g} (true log-odds rms {np.mean(spread):.2f}); left-side "
                          "+0.10, per-pair sd 0.05", float(np.mean(spread)), bias, covered=hits, n_seeds=n_seeds,
-                         n_boot=n_boot, seed=seed,
-                         note=(f"coverage averaged over the {N_IDS * n_act} cells of the true log-odds (unsmoothed); "
-                               "mean estimate = mean bias of the add-one-smoothed estimate")))
+                         n_boot=n_boot, seed=seed, role="diagnostic" if exhaustive else "default",
+                         note=(f"coverage averaged over the cells with an interval ({100 * np.mean(with_ci):.0f} % of "
+                               f"the {N_IDS * n_act}) of the true log-odds (unsmoothed); mean estimate = mean bias "
+                               "of the add-one-smoothed estimate; Monte Carlo SE with the seed as the cluster "
+                               f"{seed_clustered_mc_error(per_seed):.4f}"
+                               + ("; partners fixed, a design the tasks never draw: the pair bootstrap counts them "
+                                  "as drawn" if exhaustive else ""))))
     return rows
 
 
