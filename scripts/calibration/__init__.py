@@ -34,11 +34,15 @@ ROW_FIELDS = (
                       # "diagnostic": e.g. raw per-occupation p before Holm (shown, target not applied).
                       # Optional in a module's rows: the runner fills in "default" (DEFAULT_ROLE).
     "mc_error",       # Monte Carlo standard error of the rate: sqrt(p (1 - p) / n_seeds) at the target rate p
-                      # (0.95 for coverage, 0.05 for rejection); shown as its own column, never added to the
-                      # band. Optional in a module's rows: the runner fills it in (:func:`mc_error`).
+                      # (0.95 for coverage, 0.05 for rejection), or ``mc_error_clustered`` where the row has
+                      # one; shown as its own column, never added to the band. Optional in a module's rows:
+                      # the runner fills it in (:func:`mc_error`).
+    "mc_error_clustered",  # a row that pools several intervals a seed (one per activity, per cell, ...): the
+                      # Monte Carlo SE of that pooled rate with the seed as the cluster
+                      # (:func:`seed_clustered_mc_error`); NaN for one interval or test a seed. Optional.
 )
 #: the fields a module must return (the runner adds the others)
-REQUIRED_FIELDS = tuple(f for f in ROW_FIELDS if f not in ("role", "mc_error"))
+REQUIRED_FIELDS = tuple(f for f in ROW_FIELDS if f not in ("role", "mc_error", "mc_error_clustered"))
 #: the stated bands: a row meets its target only inside them (no Monte Carlo allowance)
 COVERAGE_BAND, REJECTION_BAND = (0.93, 0.97), (0.04, 0.06)
 #: the roles a row may have (:data:`ROW_FIELDS`), and the one a row without ``role`` gets
@@ -117,17 +121,27 @@ def band_met(kind: str, coverage: float, rejection: float, family_wise: bool = F
     return None
 
 
-def inside_band_probability(kind: str, n_seeds: int, family_wise: bool = False) -> float | None:
+def inside_band_probability(kind: str, n_seeds: int, family_wise: bool = False,
+                            clustered_error: float | None = None) -> float | None:
     """P(an exactly calibrated procedure's Monte Carlo rate over ``n_seeds`` seeds lands inside its band):
     the Binomial(n_seeds, p) probability of a rate in :data:`COVERAGE_BAND` (p = 0.95) or
     :data:`REJECTION_BAND` (p = 0.05; family-wise rows: <= 0.06 at p = 0.05). None without a band. Summed
     over the rows it is the number of rows a perfect set of procedures would put inside (the reference the
     table's "target met" count is read against: at 250 seeds an exact interval lands inside 93-97 % with
-    probability 0.86, an exact test inside 4-6 % with 0.62, at 1,000 seeds 1.00 and 0.87)."""
+    probability 0.86, an exact test inside 4-6 % with 0.62, at 1,000 seeds 1.00 and 0.87). A row that pools
+    several intervals a seed gives its ``clustered_error`` (:func:`seed_clustered_mc_error`): the rate is then
+    a mean over seed clusters, and the probability is the normal one at that standard error."""
     from scipy.stats import binom
 
     if n_seeds is None or n_seeds < 1:
         return None
+    if clustered_error is not None and math.isfinite(clustered_error) and kind in ("interval", "test"):
+        from scipy.stats import norm
+
+        target = 0.95 if kind == "interval" else 0.05
+        low, high = (COVERAGE_BAND if kind == "interval"
+                     else ((-math.inf if family_wise else REJECTION_BAND[0]), REJECTION_BAND[1]))
+        return float(norm.cdf((high - target) / clustered_error) - norm.cdf((low - target) / clustered_error))
     if kind == "interval":
         low, high, p = COVERAGE_BAND[0], COVERAGE_BAND[1], 0.95
     elif kind == "test":
@@ -140,11 +154,13 @@ def inside_band_probability(kind: str, n_seeds: int, family_wise: bool = False) 
 
 
 def rate_row(benchmark, quantity, kind, design, dgp, truth, estimates, hits, n_seeds, n_boot, seed, note="",
-             role=DEFAULT_ROLE) -> dict:
+             role=DEFAULT_ROLE, hits_per_seed=None) -> dict:
     """One row of :data:`ROW_FIELDS` from per-seed ``hits`` (covered / rejected, NaN left out) and
     ``estimates``: coverage for ``kind == "interval"``, rejection rate for ``kind == "test"``, and
     whether it lies inside 93-97 % / 4-6 % (:func:`band_met`, no Monte Carlo allowance), and the Monte
-    Carlo error of ``n_seeds`` (:func:`mc_error`)."""
+    Carlo error of ``n_seeds`` (:func:`mc_error`). A row that pools several intervals a seed passes them
+    as ``hits_per_seed`` (one sequence a seed) as well: its Monte Carlo error is then
+    :func:`seed_clustered_mc_error` (``mc_error_clustered``, also shown as ``mc_error``)."""
     import numpy as np
 
     hits = np.asarray(hits, dtype=float)
@@ -157,7 +173,10 @@ def rate_row(benchmark, quantity, kind, design, dgp, truth, estimates, hits, n_s
            "truth": float(truth), "mean_estimate": float(np.nanmean(estimates)) if len(estimates) else math.nan,
            "coverage": coverage, "rejection_rate": rejection, "n_seeds": n_seeds, "n_boot": n_boot, "seed": seed,
            "target_met": met, "note": note, "role": role,
-           "mc_error": mc_error(n_seeds, 0.95 if kind == "interval" else 0.05) if kind in ("interval", "test") else math.nan}
+           "mc_error": mc_error(n_seeds, 0.95 if kind == "interval" else 0.05) if kind in ("interval", "test") else math.nan,
+           "mc_error_clustered": seed_clustered_mc_error(hits_per_seed) if hits_per_seed is not None else math.nan}
+    if math.isfinite(row["mc_error_clustered"]):
+        row["mc_error"] = row["mc_error_clustered"]
     return {k: row[k] for k in ROW_FIELDS}
 
 

@@ -344,10 +344,10 @@ PERCENTILE_DIAGNOSTICS = (("subcategory", "consistency"), ("subcategory", "refus
                           ("category", "invalid_rate"))
 
 
-def _row(quantity, kind, design, dgp, truth, estimates_, hits, n_seeds, n_boot, seed, note="", role="default"
-         ) -> dict[str, Any]:
+def _row(quantity, kind, design, dgp, truth, estimates_, hits, n_seeds, n_boot, seed, note="", role="default",
+         hits_per_seed=None) -> dict[str, Any]:
     return rate_row(BENCHMARK, quantity, kind, design, dgp, truth, estimates_, hits, n_seeds, n_boot, seed, note,
-                    role)
+                    role, hits_per_seed)
 
 
 def interval_rows(n_seeds: int, n_boot: int, quick: bool, seed: int = 20261129,
@@ -409,8 +409,10 @@ def interval_rows(n_seeds: int, n_boot: int, quick: bool, seed: int = 20261129,
                     note += (f"; {missing} cell(s) below {stats.MIN_PAIRS_FOR_INTERVAL} "
                              f"{'rated ' if key in stats.HUMAN_KEYS else ''}pairs: no interval (not counted)")
                 estimates_ = np.concatenate([np.asarray(est[(scope, key, c)], dtype=float) for c in chosen])
+                # several cells a seed: the Monte Carlo SE with the seed as the cluster
+                by_seed = np.column_stack(list(per_cell.values())) if n_cells > 1 else None
                 rows.append(_row(f"{key} [{scope}]", "interval", size, dgp, float(np.mean(truths)), estimates_,
-                                 pooled, n_seeds, 0, seed, note))
+                                 pooled, n_seeds, 0, seed, note, hits_per_seed=by_seed))
         for scope, key in PERCENTILE_DIAGNOSTICS:
             chosen = [c for (sc, kk, c) in diag if sc == scope and kk == key]
             if not chosen:

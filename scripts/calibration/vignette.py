@@ -38,7 +38,6 @@ import numpy as np
 import pandas as pd
 
 from lm_eval_bias.vignette import stats as vg
-from scripts.calibration import seed_clustered_mc_error
 
 N_IDS = 14
 N_ACTIVITIES = 75
@@ -247,12 +246,14 @@ def real_theta(rms: float, seed: int = 7) -> np.ndarray:
 
 
 def _row(quantity, kind, design, dgp, truth, estimates, covered=None, rejected=None, n_seeds=0, n_boot=0, seed=0,
-         note="", role="default"):
-    """:func:`scripts.calibration.rate_row` with the per-seed hits named as coverage or rejection."""
+         note="", role="default", hits_per_seed=None):
+    """:func:`scripts.calibration.rate_row` with the per-seed hits named as coverage or rejection
+    (``hits_per_seed``: a row pooling several intervals a seed, for its seed-clustered Monte Carlo SE)."""
     from scripts.calibration import rate_row
 
     hits = covered if covered is not None else (rejected if rejected is not None else [])
-    return rate_row("vignette", quantity, kind, design, dgp, truth, estimates, hits, n_seeds, n_boot, seed, note, role)
+    return rate_row("vignette", quantity, kind, design, dgp, truth, estimates, hits, n_seeds, n_boot, seed, note, role,
+                    hits_per_seed)
 
 
 def real_stereotype_table(rng, delta: np.ndarray, dimension: str = "race_ethnicity_color",
@@ -753,9 +754,9 @@ def share_rows(n_seeds: int, seed: int, offset: int = 0, quick: bool = False) ->
     seeds = range(offset, offset + n_seeds)
     minimum = vg.MIN_PAIRS_FOR_INTERVAL
 
-    def row(quantity, design, dgp, truth, estimates, hits, note="", role="default"):
+    def row(quantity, design, dgp, truth, estimates, hits, note="", role="default", hits_per_seed=None):
         rows.append(_row(quantity, "interval", design, dgp, truth, estimates, covered=hits, n_seeds=n_seeds,
-                         seed=seed, note=note, role=role))
+                         seed=seed, note=note, role=role, hits_per_seed=hits_per_seed))
 
     def covered(low, high, truth):
         low, high, truth = (np.asarray(x, dtype=float) for x in (low, high, truth))
@@ -824,16 +825,14 @@ def share_rows(n_seeds: int, seed: int, offset: int = 0, quick: bool = False) ->
         row("factuality accuracy per activity (report)", fact, dgp, float(np.mean(act_truths)), [], per_activity,
             note=(f"{np.mean(n_act_ci):.0f} of {np.mean(n_act_cells):.0f} activities have >= {minimum} pairs and an "
                   f"interval (coverage over those); truths {np.min(act_truths):.3f}-{np.max(act_truths):.3f}; "
-                  f"Monte Carlo SE with the seed as the cluster "
-                  f"{seed_clustered_mc_error(per_activity_by_seed):.4f} (the MC SE column counts a seed's "
-                  "activities as one draw)"))
+                  "MC SE with the seed as the cluster"), hits_per_seed=per_activity_by_seed)
         row("factuality accuracy per bias dimension x activity (report)", fact, dgp, math.nan, [], per_cell,
             note=(f"{np.mean(n_dim_ci):.1f} of {np.mean(n_dim_cells):.0f} cells have >= {minimum} pairs and an "
                   "interval (coverage over those); the others show the reason"))
     # activity-contrast shares (one perception question)
     contrast = "vignette_perception, activity contrast, one question: 329 image pairs (one identity, two activities)"
     for spread in (0.0, 0.2, 0.4):
-        hits, n_cells, n_ci = [], [], []
+        hits, by_seed, n_cells, n_ci = [], [], [], []
         truth = _superpopulation_share(  # over the sampler's designs
             (lambda c_e: (c_e[0]["activity"].to_numpy(), c_e[1]))(activity_contrast_choices(
                 np.random.default_rng([seed, 131_000 + int(spread * 100), d]), spread))
@@ -845,12 +844,14 @@ def share_rows(n_seeds: int, seed: int, offset: int = 0, quick: bool = False) ->
             part = tests.loc["struggle"]
             h = covered(part["ci_low"], part["ci_high"], truth.reindex(part.index))
             hits.extend(h[np.isfinite(h)].tolist())
+            by_seed.append(h)
             n_cells.append(len(part))
             n_ci.append(int(np.isfinite(h).sum()))
         row("activity-contrast share per activity (report)", contrast,
             f"P(first activity) = 0.6 + (psi_a1 - psi_a2) / 2 + pair (sd 0.05), psi ~ U(-{spread:g}, {spread:g})",
             math.nan, [], hits, note=(f"{np.mean(n_ci):.1f} of {np.mean(n_cells):.0f} activities have >= {minimum} "
-                                      "pairs and an interval (coverage over those)"))
+                                      "pairs and an interval (coverage over those); MC SE with the seed as the "
+                                      "cluster"), hits_per_seed=by_seed)
     # Table 11 match rates (decision slot, 658 items)
     for pref_sd, refusal in MATCH_GRID:
         truth = _match_truth(pref_sd, refusal)
@@ -875,7 +876,7 @@ def share_rows(n_seeds: int, seed: int, offset: int = 0, quick: bool = False) ->
     fig = f"vignette_decision at pairs_per_identity {k}: 329 identities, {329 * k} image pairs x {N_QUESTIONS} docs"
     for rms in PARADIGM_THETA:
         theta = real_theta(rms)
-        hits, n_ci = [], []
+        hits, by_seed, n_ci = [], [], []
         truth = _superpopulation_share(  # over the sampler's designs
             (lambda t_e: (t_e[0]["identity"].to_numpy(), t_e[1]))(_decision_expected(
                 np.random.default_rng([seed, 151_000 + int(rms * 1000), d]), theta, k, names))
@@ -888,13 +889,14 @@ def share_rows(n_seeds: int, seed: int, offset: int = 0, quick: bool = False) ->
             h = covered(out["ci_low"]["decision"].to_numpy(), out["ci_high"]["decision"].to_numpy(),
                         truth.reindex(idx).to_numpy())
             hits.extend(h[np.isfinite(h)].tolist())
+            by_seed.append(h)
             n_ci.append(int(np.isfinite(h).sum()))
         row("Figs 3/5 decision score D(i) per identity (report)", fig,
             f"identity preference theta rms {rms:g} per stratum; side, question, pair and image effects", math.nan, [],
             hits, note=(f"{np.mean(n_ci):.0f} of 329 identities with an interval; truth: expected share over the "
                         "sampler's designs. At the default budget (2 pairs an anchor) no identity reaches "
                         f"{minimum} pairs: no interval; the normalised stereotype score and the Fig. 4 medians have "
-                        "none at any budget"))
+                        "none at any budget; MC SE with the seed as the cluster"), hits_per_seed=by_seed)
     return rows
 
 
@@ -980,10 +982,10 @@ def log_odds_rows(n_seeds: int, n_boot: int, seed: int, offset: int = 0, n_act: 
                          f"identity x activity effects sd {sd:g} (true log-odds rms {np.mean(spread):.2f}); left-side "
                          "+0.10, per-pair sd 0.05", float(np.mean(spread)), bias, covered=hits, n_seeds=n_seeds,
                          n_boot=n_boot, seed=seed, role="diagnostic" if exhaustive else "default",
+                         hits_per_seed=per_seed,
                          note=(f"coverage averaged over the cells with an interval ({100 * np.mean(with_ci):.0f} % of "
                                f"the {N_IDS * n_act}) of the true log-odds (unsmoothed); mean estimate = mean bias "
-                               "of the add-one-smoothed estimate; Monte Carlo SE with the seed as the cluster "
-                               f"{seed_clustered_mc_error(per_seed):.4f}"
+                               "of the add-one-smoothed estimate; MC SE with the seed as the cluster"
                                + ("; partners fixed, a design the tasks never draw: the pair bootstrap counts them "
                                   "as drawn" if exhaustive else ""))))
     return rows

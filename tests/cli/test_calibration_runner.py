@@ -184,6 +184,35 @@ def test_seed_clustered_mc_error_by_hand_and_by_simulation():
     assert together == pytest.approx(mc_error(400), rel=0.25)
 
 
+def test_pooled_rows_carry_their_seed_clustered_error_into_the_table():
+    from scipy.stats import norm
+
+    from scripts.calibration import inside_band_probability, mc_error, rate_row, seed_clustered_mc_error
+
+    # 3 seeds of 4 cells: hits 4, 3, 4 of 4 -> rate 11 / 12; residuals 1/3, -2/3, 1/3 ->
+    # sqrt((1/9 + 4/9 + 1/9) / 6) / 4 = 0.08333
+    by_seed = [[1, 1, 1, 1], [1, 0, 1, 1], [1, 1, 1, 1]]
+    row = rate_row("x", "share per cell", "interval", "d", "g", 0.5, [0.5], sum(by_seed, []), 3, 0, 0,
+                   hits_per_seed=by_seed)
+    assert row["coverage"] == pytest.approx(11 / 12)
+    assert row["mc_error_clustered"] == pytest.approx(0.08333, abs=1e-5) == seed_clustered_mc_error(by_seed)
+    assert row["mc_error"] == row["mc_error_clustered"]
+    one = rate_row("x", "one a seed", "interval", "d", "g", 0.5, [0.5], [1, 1, 0], 3, 0, 0)
+    assert math.isnan(one["mc_error_clustered"]) and one["mc_error"] == pytest.approx(mc_error(3))
+    # the runner keeps a pooled row's own error, its z and its chance of landing inside the band
+    pooled = {**row, "coverage": 0.975, "n_seeds": 250, "mc_error_clustered": 0.002, "mc_error": 0.0138}
+    checked = runner.normalise(pooled)
+    assert checked["mc_error"] == 0.002 and checked["target_met"] is False
+    assert runner._deviation_text(checked) == "z = +12.5, seed-clustered"
+    plain = runner.normalise({**one, "coverage": 0.975, "n_seeds": 250})
+    assert plain["mc_error"] == pytest.approx(mc_error(250)) and runner._deviation_text(plain) == "z = +1.8"
+    assert inside_band_probability("interval", 250, clustered_error=0.01) == pytest.approx(
+        norm.cdf(2.0) - norm.cdf(-2.0))
+    assert inside_band_probability("interval", 250, clustered_error=math.nan) == inside_band_probability("interval", 250)
+    held = [{**checked, "role": "default", "quantity": "share per cell"}]
+    assert runner.expected_inside(held) == pytest.approx(norm.cdf(0.02 / 0.002) - norm.cdf(-0.02 / 0.002))
+
+
 def test_per_module_json_and_assembly_from_json(modules_dir, tmp_path, capsys):
     """--json DIR writes one <module>.json per module; --from-json DIR assembles the table, the docs
     table and the figure from them without running anything (rows recomputed against the band)."""
