@@ -30,8 +30,8 @@ rows are shown for information (e.g. raw per-occupation p-values before Holm; th
 
 Seeds: the default 250 gives a Monte Carlo standard error sqrt(0.95 * 0.05 / 250) = 1.38 points at 95 %
 coverage and at 5 % rejection (<= 1.5 points from 212 seeds on; Morris, White & Crowther 2019). Each row
-outside its band is listed with its distance from the target in these errors (:func:`scripts.calibration.
-mc_deviation`): at 250 seeds an exact 5 % test lands outside 4-6 % about half of the time, so a listed
+outside its band is listed with its distance from the target in these errors (its seed-clustered error
+for a row that pools several intervals a seed, :func:`scripts.calibration.seed_clustered_mc_error`): at 250 seeds an exact 5 % test lands outside 4-6 % about half of the time, so a listed
 test row at |z| < 2 is not evidence of miscalibration; ``--seeds 1000`` halves the error.
 """
 
@@ -53,7 +53,7 @@ if str(ROOT) not in sys.path:
 
 from scripts.calibration import (COVERAGE_BAND, DEFAULT_ROLE, REJECTION_BAND, REQUIRED_FIELDS, ROLES,  # noqa: E402
                                  ROW_FIELDS, band_met, inside_band_probability, is_family_wise,
-                                 mc_deviation, mc_error, replace_between_markers)
+                                 mc_error, replace_between_markers)
 
 CALIBRATION_DIR = ROOT / "scripts" / "calibration"
 #: the calibration modules, in the table's order
@@ -200,10 +200,11 @@ def _deviation_text(row: dict) -> str:
     if not (math.isfinite(rate) and seeds):
         return "z —"
     target = 0.95 if kind == "interval" else 0.05
-    clustered = _float(row.get("mc_error_clustered"))
-    if math.isfinite(clustered) and clustered > 0:
-        return f"z = {(rate - target) / clustered:+.1f}, seed-clustered"
-    return f"z = {mc_deviation(rate, seeds, target):+.1f}"
+    error = _float(row.get("mc_error"))  # :func:`normalise` put the seed-clustered error there for a pooled row
+    if not (math.isfinite(error) and error > 0):
+        error = mc_error(seeds, target)
+    pooled = ", seed-clustered" if math.isfinite(_float(row.get("mc_error_clustered"))) else ""
+    return f"z = {(rate - target) / error:+.1f}{pooled}"
 
 
 def _number(value, digits: int = 3) -> str:
