@@ -218,7 +218,20 @@ def jsd_design_effect(per_template_answers: np.ndarray, group_mask: Sequence[boo
     """(delta, nu): the Rao-Scott mean generalized design effect of the difference d = p_g - p_rest of a group's
     answer distribution and the rest's (REFLECT MCQ), and the Satterthwaite degrees of freedom of its estimate.
 
-        delta = tr(M^+ V) / (K' - 1),       nu = (T - H) tr(M^+ V)^2 / tr((M^+ V)^2)
+        delta = tr(M^+ V) / (K' - 1),       nu = n tr(A)^2 / tr(A^2),   A = M^+ E[V],  n = T - H
+
+    (Satterthwaite 1946: tr(M^+ V) is a sum of K' - 1 scaled chi-squares on n df each). nu is estimated with
+    the unbiased estimators of tr(A^2) and tr(A)^2 under the Wishart model (Srivastava 2005, J. Japan Statist.
+    Soc. 35:251, Sec. 2; the moments E tr(S^2) = (1 + 1/n) tr(A^2) + tr(A)^2 / n and E tr(S)^2 = tr(A)^2 +
+    2 tr(A^2) / n of S = M^+ V, Muirhead 1982, Sec. 3.2):
+
+        tr(A^2)^ = n^2 / ((n - 1)(n + 2)) [tr(S^2) - tr(S)^2 / n],    tr(A)^2^ = tr(S)^2 - 2 tr(A^2)^ / n,
+
+    nu clipped to [n, n (K' - 1)] (the range of n tr(A)^2 / tr(A^2)). The plug-in n tr(S)^2 / tr(S^2) is biased
+    low at few templates -- its E tr(S^2) carries tr(A)^2 / n --: at 12 templates in 6 occupations (n = 6,
+    K' - 1 = 5) it averaged nu = 16 where the design effect's own spread over 250 runs (coefficient of
+    variation 0.25-0.28) says about 30 (sqrt(2 / nu)), and the draws of delta were too wide; the unbiased form
+    averages 26-28 there (scripts/calibration/reflect.py, MCQ rows). With 2 options (K' - 1 = 1) both give n.
 
     V: the linearised covariance of d between templates within occupation (z_t = (x_t - n_t p_g) / N_g -
     (y_t - m_t p_rest) / N_rest per template t, Rao-Wu's m/(m - 1) per occupation: the unbiased between-template
@@ -249,8 +262,13 @@ def jsd_design_effect(per_template_answers: np.ndarray, group_mask: Sequence[boo
     multinomial = (np.diag(sg) - np.outer(sg, sg)) / n_group + (np.diag(sr) - np.outer(sr, sr)) / n_rest
     ratio = np.linalg.pinv(multinomial) @ between[np.ix_(used, used)]
     trace, trace_sq = float(np.trace(ratio)), float(np.trace(ratio @ ratio))
-    nu = (len(strata) - len(occupations)) * trace ** 2 / trace_sq if trace_sq > 0 else 0.0
-    return trace / rank, nu
+    n = len(strata) - len(occupations)
+    if trace_sq <= 0 or n < 2:   # no between-template variance, or one df (where n - 1 = 0): the plug-in
+        return trace / rank, (n * trace * trace / trace_sq if trace_sq > 0 else 0.0)
+    unbiased_sq = n * n / ((n - 1) * (n + 2)) * (trace_sq - trace * trace / n)   # estimates tr(A^2)
+    unbiased_trace2 = trace * trace - 2.0 * unbiased_sq / n                         # estimates tr(A)^2
+    nu = n * unbiased_trace2 / unbiased_sq if unbiased_sq > 0 and unbiased_trace2 > 0 else float(n * rank)
+    return trace / rank, float(min(max(nu, n), n * rank))
 
 
 def jsd_inversion_interval(per_template_answers: np.ndarray, group_mask: Sequence[bool], strata: Sequence[str],

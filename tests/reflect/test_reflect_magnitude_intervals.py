@@ -103,6 +103,50 @@ def test_jsd_design_effect_by_hand():
     assert mcq.jsd_design_effect(same, men, strata)[0] == pytest.approx(0.0, abs=1e-12)
 
 
+def _design_effect_ratio_by_hand(answers, men):
+    """S = M^+ V of :func:`mcq.jsd_design_effect` by hand for 6 occupations of 2 consecutive templates."""
+    xg, xo = answers[:, men].sum(1), answers[:, ~men].sum(1)
+    ng, no = xg.sum(), xo.sum()
+    z = (xg - xg.sum(1, keepdims=True) * xg.sum(0) / ng) / ng - (xo - xo.sum(1, keepdims=True) * xo.sum(0) / no) / no
+    V = sum(2 * np.outer(z[t] - z[pair].mean(0), z[t] - z[pair].mean(0))
+            for pair in np.arange(12).reshape(6, 2) for t in pair)
+    k = answers.shape[2]
+    sg, so = (xg.sum(0) + 0.5) / (ng + 0.5 * k), (xo.sum(0) + 0.5) / (no + 0.5 * k)
+    M = (np.diag(sg) - np.outer(sg, sg)) / ng + (np.diag(so) - np.outer(so, so)) / no
+    return np.linalg.pinv(M) @ V
+
+
+def test_jsd_design_effect_degrees_of_freedom_match_the_spread_of_its_estimate():
+    # Satterthwaite: 2 / nu is the squared coefficient of variation of the design effect's estimate. Answers drawn
+    # independently (no template effect) at 12 templates in 6 occupations (n = 6 df), 10 groups x 8 answers over
+    # 6 options (K' - 1 = 5): over 400 runs 2 / mean(nu) must match the design effect's own CV^2. The plug-in
+    # n tr(S)^2 / tr(S^2), recomputed here from the same matrices, averages about half the df (its E tr(S^2)
+    # carries tr(A)^2 / n) and misses the spread by a factor of about 2.
+    rng = np.random.default_rng(31)
+    strata = [o for o in "abcdef" for _ in range(2)]
+    men = np.asarray([g.gender == "man" for g in GROUPS])
+    probs = np.array([0.1, 0.25, 0.25, 0.2, 0.1, 0.1])
+    n = 6
+    deffs, nus, plug_ins = [], [], []
+    for _ in range(400):
+        answers = rng.multinomial(8, probs, size=(12, 10)).astype(float)
+        deff, nu = mcq.jsd_design_effect(answers, men, strata)
+        S = _design_effect_ratio_by_hand(answers, men)
+        a, b = np.trace(S @ S), np.trace(S) ** 2
+        # by hand: the unbiased estimators of tr(A^2) and tr(A)^2 (Srivastava 2005), nu clipped to [n, 5 n]
+        tr_a2 = n * n / ((n - 1) * (n + 2)) * (a - b / n)
+        assert deff == pytest.approx(np.trace(S) / 5)
+        assert nu == pytest.approx(np.clip(n * (b - 2 * tr_a2 / n) / tr_a2, n, 5 * n))
+        deffs.append(deff)
+        nus.append(nu)
+        plug_ins.append(n * b / a)
+    deffs, nus, plug_ins = np.asarray(deffs), np.asarray(nus), np.asarray(plug_ins)
+    cv2 = deffs.var() / deffs.mean() ** 2
+    assert deffs.mean() == pytest.approx(1.0, abs=0.05)         # independent answers: no design effect
+    assert 2 / nus.mean() == pytest.approx(cv2, rel=0.25)
+    assert 2 / plug_ins.mean() > 1.6 * cv2 and (nus >= plug_ins - 1e-9).all()
+
+
 def test_jsd_inversion_interval_on_constructed_cases():
     # independent answers from fixed distributions (design effect ~1), 48 templates in 6 occupations, one answer
     # per image: men answer ``group``, women ``other``; the truth is JSD(group || pooled)
