@@ -55,18 +55,11 @@ def mc_error(n_seeds: int, rate: float = 0.95) -> float:
     sqrt(rate (1 - rate) / n_seeds) (the "Monte Carlo SE" of coverage and of rejection rates, Morris,
     White & Crowther 2019, Stat. Med. 38:2074, Table 6). The same for 95 % coverage and 5 % rejection:
     1.38 points at 250 seeds (<= 1.5 points from 212 seeds on). Shown beside each row; it is NOT added
-    to the band (a row counts as met only inside the band itself), and :func:`mc_deviation` says how
-    many of these errors a row lies from its target."""
+    to the band (a row counts as met only inside the band itself); the runner lists each row outside its
+    band with z = (rate - target) / this error. A row outside the band by |z| < 2 may be inside it in truth:
+    with 250 seeds even an exact 5 % test lands outside 4-6 % in about half of the rows (|z| > 0.72), an
+    exact 95 % interval outside 93-97 % in about 15 % (|z| > 1.45)."""
     return math.sqrt(rate * (1 - rate) / max(n_seeds, 1))
-
-
-def mc_deviation(rate: float, n_seeds: int, target: float) -> float:
-    """(rate - target) / Monte Carlo SE at the target: how far a row lies from its target in units of
-    its own Monte Carlo error. A row outside the band by |z| < 2 may be inside it in truth: with 250
-    seeds even an exact 5 % test lands outside 4-6 % in about half of the rows (|z| > 0.72), an exact
-    95 % interval outside 93-97 % in about 15 % (|z| > 1.45)."""
-    error = mc_error(n_seeds, target)
-    return (rate - target) / error if error > 0 else float("nan")
 
 
 def seed_clustered_mc_error(hits_per_seed) -> float:
@@ -88,12 +81,6 @@ def seed_clustered_mc_error(hits_per_seed) -> float:
         return float("nan")
     rate = h.sum() / n.sum()
     return float(math.sqrt(np.sum((h - rate * n) ** 2) / (len(n) * (len(n) - 1))) / n.mean())
-
-
-def mc_allowance(n_seeds: int) -> float:
-    """Deprecated name of :func:`mc_error` at a 5 % rate (kept for modules that still import it; no
-    band adds it any more)."""
-    return mc_error(n_seeds, 0.05)
 
 
 def is_family_wise(row: dict) -> bool:
