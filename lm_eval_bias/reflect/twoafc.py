@@ -450,7 +450,8 @@ def twoafc_inference(per_template_wins: np.ndarray, estimates: Mapping[str, floa
     if reps.ndim == 2 and reps.shape[0] >= 2 and reps.shape[1] == cells.size:
         defined = np.isfinite(cells) & np.all(np.isfinite(reps), axis=0)
         out["polarization_ci_low"], out["polarization_ci_high"] = mean_abs_deviation_interval(
-            cells[defined] - 0.5, reps[:, defined] - cells[defined][None, :]) if enough_templates_for_inversion(strata) \
+            cells[defined] - 0.5, reps[:, defined] - cells[defined][None, :],
+            df=len(strata) - len(set(strata))) if enough_templates_for_inversion(strata) \
             else (float("nan"), float("nan"))
     else:
         for key in MAGNITUDE_BOUNDS:

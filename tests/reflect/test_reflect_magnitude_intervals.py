@@ -62,6 +62,62 @@ def test_mean_abs_deviation_interval_seeded_coverage_at_a_small_positive_truth()
     assert 0.8 <= np.mean(hits) <= 1.0
 
 
+def test_pol_profiles_keep_every_cell_within_the_bound_so_large_pols_are_rejected():
+    # the scaled profile has mean |mu| = theta exactly with every |mu_c| <= 0.5; past what its cells can carry,
+    # the rest goes evenly to the other cells
+    shape = np.array([0.3, -0.1, 0.0, 0.0])
+    mu = bootstrap._scaled_within_bound(shape, np.array([0.05, 0.2, 0.3]), 0.5)
+    assert np.abs(mu).mean(axis=1) == pytest.approx([0.05, 0.2, 0.3], abs=1e-9)
+    assert np.abs(mu).max() <= 0.5 + 1e-12
+    assert mu[0] == pytest.approx([0.15, -0.05, 0.0, 0.0], abs=1e-9)           # plain scaling below the bound
+    assert mu[1] == pytest.approx([0.5, -0.3, 0.0, 0.0], abs=1e-9)             # first cell capped, second grows
+    assert mu[2] == pytest.approx([0.5, -0.5, 0.1, 0.1], abs=1e-9)             # both capped: rest spread evenly
+    # a run without bias in which one cell lies past the hard threshold by chance: the old scaling tested
+    # configurations whose clipped Pol was far below theta and accepted every theta up to 0.5
+    rng = np.random.default_rng(3)
+    noise = rng.normal(0.0, 0.1, (1000, 45))
+    d = rng.normal(0.0, 0.1, 45)
+    d[7] = 0.4
+    low, high = bootstrap.mean_abs_deviation_interval(d, noise)
+    assert low == 0.0 and 0.06 < high < 0.15
+
+
+def _template_cells(rng, n_templates: int = 48, n_strata: int = 6, n_cells: int = 45, n_boot: int = 400):
+    """Cells that are means of independent N(0, 1) per-template contributions (no bias, independent cells),
+    and their Rao-Wu template-bootstrap deviations, as the 2AFC tasks build them."""
+    strata = [k % n_strata for k in range(n_templates)]
+    a = rng.normal(0.0, 1.0, (n_templates, n_cells))
+    cells = a.mean(axis=0)
+    w = bootstrap.rescaled_bootstrap_weights(strata, n_boot, int(rng.integers(1 << 30)))
+    return cells, w @ a / n_templates - cells, n_templates - n_strata
+
+
+def test_pol_boundary_spread_factor_matches_the_real_spread_and_restores_the_level_at_zero():
+    # 45 independent cells, 48 templates in 6 strata (42 df): Var(mean |d_c|) = (1 - 2/pi) / (45 * 48) exactly,
+    # while the bootstrap draws also carry the sample correlations' r^2 ~ 1/42 for each of the 45 x 44 pairs
+    # (about 1.9 times the variance). The factor must bring the draws' SD to the real one within 10 % (it is
+    # first order and Gaussian: 0.71 against the 0.76 needed here, where the Rao-Wu draws' |e*| vary a little
+    # less than a Gaussian's), and the test of a Pol of 0 from 98 % acceptance to 95 % (150 runs).
+    rng = np.random.default_rng(11)
+    real_sd = math.sqrt((1 - 2 / math.pi) / (45 * 48))
+    ratios, kappas, plain, corrected = [], [], [], []
+    for _ in range(150):
+        cells, e, df = _template_cells(rng)
+        draws = np.abs(e).mean(axis=1)
+        kappa = bootstrap.boundary_spread_factor(e, draws, df)
+        ratios.append(real_sd / draws.std(ddof=1))
+        kappas.append(kappa)
+        scale = np.abs(cells).max() * 4  # keep every cell inside the bound
+        plain.append(bootstrap.mean_abs_deviation_interval(cells / scale, e / scale, grid_size=41)[0] == 0.0)
+        corrected.append(bootstrap.mean_abs_deviation_interval(cells / scale, e / scale, grid_size=41, df=df)[0] == 0.0)
+    assert np.mean(kappas) == pytest.approx(np.mean(ratios), rel=0.1)
+    assert np.mean(ratios) < 0.8                   # the plain draws are too wide by more than 25 %
+    assert np.mean(plain) >= 0.97
+    assert 0.90 <= np.mean(corrected) <= 0.985
+    assert bootstrap.boundary_spread_factor(e, draws, None) == 1.0
+    assert bootstrap.boundary_spread_factor(np.zeros((10, 45)), np.zeros(10), 42) == 1.0
+
+
 def test_ext_has_no_interval_and_no_test_because_its_estimate_is_exact_away_from_the_cuts():
     # a strong model: 2 of 45 cells far beyond 0.9 and the rest near 0.5, 48 templates. Ext is a step function of
     # the cells: every seed's plug-in is exactly 2/45, the truth, so any interval containing the estimate covers
