@@ -140,6 +140,11 @@ def build_floor(work: Path, data: Path, size: int) -> Path:
     return folder
 
 
+#: names ``--tasks`` expands (the docstring's ``--tasks reflect``)
+SUITES = {"reflect": ("focus_2afc_income", "focus_2afc_education", "focus_2afc_safety", "focus_mcq_salary",
+                      "focus_mcq_education", "focus_salary")}
+
+
 def timed(cmd: list[str], env: dict, with_cpu: bool = False) -> tuple:
     """(wall seconds, peak RSS MB, stdout) of ``cmd`` run under /usr/bin/time; ``with_cpu``: and its CPU
     seconds (user + system, children included)."""
@@ -232,7 +237,7 @@ def main() -> int:
     bindir = Path(sys.executable).parent
     if args.short_run:
         short_run(work, env, bindir, args.short_run)
-    tasks = [t for t in args.tasks.split(",") if t]
+    tasks = [t for name in args.tasks.split(",") if name for t in SUITES.get(name, (name,))]
     if tasks:
         print(f"{'task':<22}{'docs':>7}{'evaluate s':>12}{'ms/doc':>9}{'headline CPU s':>16}{'analysis CPU s':>16}"
               f"{'peak RSS MB':>13}")

@@ -227,3 +227,16 @@ def test_each_page_says_which_keys_are_in_the_results_and_the_rest_is_analysis(p
     every = keys_by_page_from_tasks()[page]
     keys = {t for t in listed if not t.startswith(("_", "focus_", "fact_or_fair", "cf_vqa", "vignette_"))}
     assert keys <= every, sorted(keys - every)
+
+
+def test_benchmark_script_expands_the_suite_its_docstring_names():
+    """``scripts/benchmark.py --tasks reflect`` (its docstring, docs/backends.md) measures the six REFLECT tasks
+    whose numbers the README keeps; each is a task YAML of the reflect folder (a plain name passes through)."""
+    from scripts import benchmark
+
+    suite = benchmark.SUITES["reflect"]
+    assert ",".join(suite) in " ".join(benchmark.__doc__.split())
+    assert sorted(suite) == sorted({"focus_2afc_income", "focus_2afc_education", "focus_2afc_safety",
+                                    "focus_mcq_salary", "focus_mcq_education", "focus_salary"})
+    for task in suite:
+        assert f"task: {task}\n" in (ROOT / "task_yamls" / "reflect" / f"{task}.yaml").read_text(encoding="utf-8")
