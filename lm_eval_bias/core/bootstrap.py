@@ -403,6 +403,8 @@ def _quantile_accept(stat: float, draws: np.ndarray, level: float) -> np.ndarray
 
 #: Smallest factor by which :func:`mean_abs_deviation_interval` narrows the spread of its null draws at a Pol of
 #: 0 (the correction for the noise of the bootstrap's cross-cell correlations, :func:`boundary_spread_factor`).
+#: Over 400 simulated 2AFC runs at 48 templates (two null configurations) kappa ranged 0.68-0.80; the floor only
+#: guards against a first-order excess larger than the draws' variance (few df, few cells).
 MIN_SPREAD_FACTOR = 0.5
 
 
