@@ -421,7 +421,7 @@ def boundary_spread_factor(noise: np.ndarray, draws: np.ndarray, df: float) -> f
         b = K^-2 sum_{c != c'} sd_c sd_c' (1 - r_cc'^2)^2 / (pi df),
 
     which at 45 cells and 42 df is about half of the draws' variance: their SD was 1.40 times the real SD of
-    Pol over 1,000 simulated runs without bias at 48 templates (0.0129 against 0.0092), and the test of a
+    Pol over 300 simulated runs without bias at 48 templates (0.0129 against 0.0092), and the test of a
     Pol of 0 accepted 98-99 % instead of 95 %. The correction is first order and Gaussian: there kappa averaged
     0.74 against a real ratio of 0.71; with independent Gaussian cells and Rao-Wu draws, whose |e*| vary a
     little less than a Gaussian's, 0.71 against 0.76 (tests/reflect/test_reflect_magnitude_intervals.py).
