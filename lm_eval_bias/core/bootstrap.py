@@ -391,7 +391,7 @@ MIN_INVERSION_DF = 20
 
 def enough_templates_for_inversion(strata: Sequence[Hashable]) -> bool:
     """Whether the design has at least :data:`MIN_INVERSION_DF` between-template degrees of freedom."""
-    return len(strata) - len(set(strata)) >= MIN_INVERSION_DF
+    return design_degrees_of_freedom(strata) >= MIN_INVERSION_DF
 
 
 def _quantile_accept(stat: float, draws: np.ndarray, level: float) -> np.ndarray:
@@ -408,7 +408,7 @@ def _quantile_accept(stat: float, draws: np.ndarray, level: float) -> np.ndarray
 MIN_SPREAD_FACTOR = 0.5
 
 
-def boundary_spread_factor(noise: np.ndarray, draws: np.ndarray, df: float) -> float:
+def boundary_spread_factor(noise: np.ndarray, draws: np.ndarray, df: float | None) -> float:
     """kappa = sqrt(1 - b / Var*(T*)) >= :data:`MIN_SPREAD_FACTOR`: the factor by which the spread of the null
     draws T* = mean_c |e*_c| of :func:`mean_abs_deviation_interval` at mu = 0 is narrowed around their mean.
 
@@ -523,7 +523,11 @@ def mean_abs_deviation_interval(deviations: np.ndarray, noise: np.ndarray, level
     sd = e.std(axis=0, ddof=1)
     kept = a > hard_threshold * sd
     base = np.where(kept, d, 0.0)
-    kappa = boundary_spread_factor(e, np.abs(np.clip(e, -bound, bound)).mean(axis=1), df) if df else 1.0
+    # theta = 0 (the boundary; both profiles are mu = 0): a one-sided test against the level quantile of T*(0),
+    # its draws narrowed by boundary_spread_factor when the noise's df are known
+    at_zero = np.abs(np.clip(e, -bound, bound)).mean(axis=1)
+    kappa = boundary_spread_factor(e, at_zero, df)
+    zero_quantile = float(np.quantile(at_zero.mean() + kappa * (at_zero - at_zero.mean()), level))
 
     def profiles(thetas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The soft- and hard-threshold configurations mu with mean |mu| = theta, one row per theta."""
@@ -550,12 +554,7 @@ def mean_abs_deviation_interval(deviations: np.ndarray, noise: np.ndarray, level
                 mu, part = profile[start:start + 25], thetas[start:start + 25]
                 draws = np.abs(np.clip(mu[:, None, :] + e[None, :, :], -bound, bound)).mean(axis=2)
                 central = _quantile_accept(stat, draws, level)
-                # theta = 0 is the boundary (both profiles are mu = 0): one-sided region
-                boundary = part == 0
-                if boundary.any():
-                    null = draws[boundary]
-                    null = null.mean(axis=1, keepdims=True) + kappa * (null - null.mean(axis=1, keepdims=True))
-                    central[boundary] = stat - 1e-12 <= np.quantile(null, level, axis=1)
+                central[part == 0] = stat - 1e-12 <= zero_quantile   # the boundary's one-sided region
                 accepted[start:start + 25] |= central
                 closest[start:start + 25] = np.minimum(closest[start:start + 25],
                                                        np.abs(np.median(draws, axis=1) - stat))

@@ -31,7 +31,7 @@ import numpy as np
 
 from lm_eval_bias.reflect.schema import GROUPS, RACES
 from lm_eval_bias.core.bootstrap import (EstimatesWithErrors, LotoSummary, bias_corrected, bootstrap_replicates,
-                                          enough_templates_for_inversion, holm,
+                                          design_degrees_of_freedom, enough_templates_for_inversion, holm,
                                           mean_abs_deviation_interval, permutation_null,
                                           permute_groups, rescaled_bootstrap_weights, summarize_replicates,
                                           template_bootstrap, template_level_relabelings, template_loto,
@@ -451,7 +451,7 @@ def twoafc_inference(per_template_wins: np.ndarray, estimates: Mapping[str, floa
         defined = np.isfinite(cells) & np.all(np.isfinite(reps), axis=0)
         out["polarization_ci_low"], out["polarization_ci_high"] = mean_abs_deviation_interval(
             cells[defined] - 0.5, reps[:, defined] - cells[defined][None, :],
-            df=len(strata) - len(set(strata))) if enough_templates_for_inversion(strata) \
+            df=design_degrees_of_freedom(strata)) if enough_templates_for_inversion(strata) \
             else (float("nan"), float("nan"))
     else:
         for key in MAGNITUDE_BOUNDS:
