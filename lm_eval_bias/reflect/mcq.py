@@ -400,7 +400,10 @@ def mcq_inference(per_template_answers: np.ndarray, estimates: Mapping[str, floa
     ``jsd_female``/``jsd_male``, one permutation of the races for both genders of a template for
     ``jsd_<race>`` (:func:`lm_eval_bias.core.bootstrap.template_level_relabelings`: exact under "each
     template's gender (race) effects are exchangeable", which allows template-specific effects that are
-    zero on average); ``jsd_<group>_debiased`` (bootstrap bias correction 2 JSD - mean(JSD*), clipped to
+    zero on average), randomised over ties (``permutation_null``'s ``tie_weight``, one U per key from the stream
+    ``[null_seed, 32]``: exactly uniform under that null, where counting ties against the observation made the
+    test conservative at 6 templates, whose 2^6 gender relabellings each recur ~n_null / 64 times);
+    ``jsd_<group>_debiased`` (bootstrap bias correction 2 JSD - mean(JSD*), clipped to
     [0, 1]); ``jsd_<group>_ci_low``/``_ci_high`` (moved into the summary's ``ci_low``/``ci_high`` by
     :func:`_summarize_counts`): the interval for the parameter by test inversion over a parametric bootstrap
     with the design's effective sample size (:func:`jsd_inversion_interval`, ``n_sim`` simulated runs per
@@ -418,9 +421,12 @@ def mcq_inference(per_template_answers: np.ndarray, estimates: Mapping[str, floa
             perms = (template_level_relabelings(levels, within, T, n_null, null_seed) if G == len(GROUPS)
                      else within_template_permutations(T, G, n_null, null_seed, within[:G]))
             nulls[name] = jsd_batch(permute_groups(answers, perms, axes=1))
-    for key in JSD_KEYS:
+    # one U per key, its own stream: the randomised p of permutation_null, exactly uniform under the null even where
+    # the relabellings repeat the observation (6 templates: 2^6 gender relabellings, each drawn ~n_null / 64 times)
+    tie_weights = np.random.default_rng([null_seed, 32]).random(len(JSD_KEYS))
+    for key, u in zip(JSD_KEYS, tie_weights):
         kind = "gender" if key in ("jsd_female", "jsd_male") else "race"
-        res = permutation_null(estimates[key], nulls[kind].get(key, np.array([])))
+        res = permutation_null(estimates[key], nulls[kind].get(key, np.array([])), tie_weight=float(u))
         out[f"{key}_null"], out[f"{key}_p_null"] = res.null_mean, res.p_value
         draws = replicates.get(key, np.array([]))
         out[f"{key}_debiased"] = bias_corrected(estimates[key], draws, (0.0, 1.0))[0]

@@ -22,6 +22,9 @@ average effect is 0 but some templates favour men and others women.
   biography + noise), portrait effect sd 0 / 1 % / 3 % of salary, template gender slope sd 0 / 2 % / 5 %,
   biography sd 20 %, noise sd 10 %.
 
+Test rows (the null models' tests) run ``TEST_SEED_FACTOR`` x the interval rows' seeds, the extra seeds
+without the bootstrap (:func:`_test_seed_range`).
+
 Row roles (``role``): "default" for what the tasks report by default, "paper" for the paper's procedures
 kept by name (the percentile intervals of plug-in magnitudes ``<m>_ci_low_paper``, the unit-clustered
 salary tests ``p_*_paper``), "diagnostic" for family-wise error rates without the Holm adjustment and for
@@ -232,6 +235,20 @@ POL_GRID = {48: (0.05, 0.10), 12: (0.10, 0.15), 6: (0.15,)}
 TEMPLATE_SLOPES = (0.3, 0.6)
 
 
+#: the test rows' seeds as a multiple of the interval rows' (as FACT-OR-FAIR's): 4 x 250 = 1,000 seeds put a test's
+#: Monte Carlo SE at 0.69 points, so that an exact 5 % test lands in the 4-6 % band with probability 0.85 (0.53 at
+#: 250 seeds, SE 1.38). The extra seeds cost little: the tests' permutations need no bootstrap.
+TEST_SEED_FACTOR = 4
+
+
+def _test_seed_range(seed: int, n_seeds: int, test_seeds: int):
+    """(s, full) over the seeds ``seed`` .. ``seed + max(n_seeds, test_seeds) - 1``: ``full`` for the first
+    ``n_seeds`` (intervals, estimates and tests), the rest for the tests only. A test's p-value does not depend
+    on the bootstrap (its own permutation stream), so seed s gives the same test result either way."""
+    for s in range(seed, seed + max(n_seeds, test_seeds)):
+        yield s, s < seed + n_seeds
+
+
 def _twoafc_scenarios(design: int) -> list[tuple[str, np.ndarray, float]]:
     zero = group_effects(0.0, {})
     out = [("no bias", zero, 0.0)]
@@ -251,9 +268,13 @@ TWOAFC_RATE_KEYS = ("retained_rate", "refusal_rate", "swap_inconsistent_rate", "
 WIN_RATE_KEYS = twoafc_stats.WIN_RATE_KEYS
 
 
-def run_2afc(n_seeds: int, n_boot: int, designs=(48, 12, 6), seed: int = 0) -> list[dict]:
+def run_2afc(n_seeds: int, n_boot: int, designs=(48, 12, 6), seed: int = 0, test_seeds: int | None = None) -> list[dict]:
+    """2AFC rows at ``designs``: interval rows over ``n_seeds`` seeds, the test rows of the null models over
+    ``test_seeds`` (default :data:`TEST_SEED_FACTOR` x ``n_seeds``, the extra seeds without the bootstrap,
+    which the tests do not use: :func:`_test_seed_range`)."""
     rows = []
     args = (n_seeds, n_boot, seed)
+    test_seeds = n_seeds * TEST_SEED_FACTOR if test_seeds is None else test_seeds
     for design in designs:
         occupations, per = DESIGNS[design]
         design_text = f"{design} templates ({len(occupations)} occupations x {per} photos) x 45 pairs x 2 orders"
@@ -265,16 +286,17 @@ def run_2afc(n_seeds: int, n_boot: int, designs=(48, 12, 6), seed: int = 0) -> l
             est = {k: [] for k in keys + ["polarization_null", "extreme_cell_rate", "extreme_cell_rate_null"]}
             cover = {k: [] for k in keys + [f"{m}_paper" for m in MAGNITUDES]}
             tests = {k: [] for k in (*(f"p_{k}" for k in WIN_RATE_KEYS), "polarization_p_null", "any raw", "any holm")}
-            for s in range(seed, seed + n_seeds):
+            for s, full in _test_seed_range(seed, n_seeds, test_seeds if null else 0):
                 rng = np.random.default_rng([s, 1, design, zlib.crc32(dgp.encode()) % 1000])
                 summary = twoafc_stats.twoafc_summary(simulate_2afc(rng, beta, 0.5, per, template_sd, occupations),
-                                                      n_boot=n_boot, seed=s, n_null=n_boot)
+                                                      n_boot=n_boot if full else 0, seed=s, n_null=n_boot)
                 d = summary.derived
-                for k in keys:
+                for k in keys if full else ():
                     est[k].append(summary.estimates[k])
                     cover[k].append(_covers(summary.ci_low[k], summary.ci_high[k], truth[k]))
-                est["extreme_cell_rate"].append(summary.estimates["extreme_cell_rate"])
-                for m in MAGNITUDES:
+                if full:
+                    est["extreme_cell_rate"].append(summary.estimates["extreme_cell_rate"])
+                for m in MAGNITUDES if full else ():
                     est[f"{m}_null"].append(d[f"{m}_null"])
                     cover[f"{m}_paper"].append(_covers(d[f"{m}_ci_low_paper"], d[f"{m}_ci_high_paper"], truth[m]))
                 for k in tests:
@@ -298,22 +320,23 @@ def run_2afc(n_seeds: int, n_boot: int, designs=(48, 12, 6), seed: int = 0) -> l
                 rows.append(_row("extreme_cell_rate", "null_floor", design_text, dgp_text, 0.0, est["extreme_cell_rate"], [],
                                  *args, note="Ext has no interval and no test (a step function of the cells; docs/reflect.md); "
                                              f"mean extreme_cell_rate_null = {np.nanmean(est['extreme_cell_rate_null']):.4f}"))
+            targs = (len(tests["any holm"]), n_boot, seed)
             for k in WIN_RATE_KEYS:
-                rows.append(_row(f"p_{k}", "test", design_text, dgp_text, float("nan"), [], tests[f"p_{k}"], *args,
+                rows.append(_row(f"p_{k}", "test", design_text, dgp_text, float("nan"), [], tests[f"p_{k}"], *targs,
                                  note="template-level relabelling (the test of the average effect)"))
             if template_sd:
                 rows.append(_row("polarization_p_null", "test", design_text, dgp_text, float("nan"), [],
-                                 tests["polarization_p_null"], *args, role="diagnostic",
+                                 tests["polarization_p_null"], *targs, role="diagnostic",
                                  note="null 'labels exchangeable within each template' is FALSE here (templates "
                                       "favour one gender): a power figure, not a level"))
             else:
                 rows.append(_row("polarization_p_null", "test", design_text, dgp_text, float("nan"), [],
-                                 tests["polarization_p_null"], *args, note="within-template permutation of all ten labels"))
+                                 tests["polarization_p_null"], *targs, note="within-template permutation of all ten labels"))
             rows.append(_row("any of 6 win-rate tests, raw p < 0.05", "test", design_text, dgp_text, float("nan"), [],
-                             tests["any raw"], *args, role="diagnostic",
+                             tests["any raw"], *targs, role="diagnostic",
                              note="family-wise error without adjustment (not a target)"))
             rows.append(_row("any of 6 win-rate tests, Holm p < 0.05", "test", design_text, dgp_text, float("nan"), [],
-                             tests["any holm"], *args, note="family-wise error with p_<key>_holm (target <= 5 %)"))
+                             tests["any holm"], *targs, note="family-wise error with p_<key>_holm (target <= 5 %)"))
     return rows
 
 
@@ -351,9 +374,12 @@ MCQ_BASE_EFFECT = group_effects(0.3, {"black": -0.3, "white": 0.2})
 JSD_GRID = (0.03, 0.06, 0.1)
 
 
-def run_mcq(n_seeds: int, n_boot: int, designs=(48, 12, 6), seed: int = 0) -> list[dict]:
+def run_mcq(n_seeds: int, n_boot: int, designs=(48, 12, 6), seed: int = 0, test_seeds: int | None = None) -> list[dict]:
+    """MCQ rows at ``designs``: interval rows over ``n_seeds`` seeds, the JSD tests of the null models over
+    ``test_seeds`` (default :data:`TEST_SEED_FACTOR` x ``n_seeds``; :func:`_test_seed_range`)."""
     rows = []
     args = (n_seeds, n_boot, seed)
+    test_seeds = n_seeds * TEST_SEED_FACTOR if test_seeds is None else test_seeds
     options, values = mcq_stats.SALARY_OPTIONS, mcq_stats.SALARY_BIN_MIDPOINTS_USD
     jsd = ("jsd_male", "jsd_black")
     gaps = ("gap_male", *(f"gap_{r}" for r in RACE_KEYS if r != "white"))
@@ -376,18 +402,19 @@ def run_mcq(n_seeds: int, n_boot: int, designs=(48, 12, 6), seed: int = 0) -> li
             est = {k: [] for k in keys + [f"{k}_null" for k in jsd]}
             cover = {k: [] for k in keys + [f"{k}_paper" for k in jsd]}
             tests = {f"{k}_p_null": [] for k in jsd}
-            for s in range(seed, seed + n_seeds):
+            for s, full in _test_seed_range(seed, n_seeds, 0 if np.any(beta) else test_seeds):
                 rng = np.random.default_rng([s, 2, design, zlib.crc32(dgp.encode()) % 1000])
                 records = simulate_mcq(rng, beta, 0.5, per, template_sd, occupations)
-                summary = mcq_stats.mcq_summary(records, options, values, n_boot=n_boot, seed=s, n_null=n_boot,
-                                                jsd_interval_keys=jsd)
+                summary = mcq_stats.mcq_summary(records, options, values, n_boot=n_boot if full else 0, seed=s,
+                                                n_null=n_boot, jsd_interval_keys=jsd)
                 d = summary.derived
-                for k in keys:
+                for k in keys if full else ():
                     est[k].append(summary.estimates[k])
                     cover[k].append(_covers(summary.ci_low[k], summary.ci_high[k], truth[k]))
                 for k in jsd:
-                    est[f"{k}_null"].append(d[f"{k}_null"])
-                    cover[f"{k}_paper"].append(_covers(d[f"{k}_ci_low_paper"], d[f"{k}_ci_high_paper"], truth[k]))
+                    if full:
+                        est[f"{k}_null"].append(d[f"{k}_null"])
+                        cover[f"{k}_paper"].append(_covers(d[f"{k}_ci_low_paper"], d[f"{k}_ci_high_paper"], truth[k]))
                     tests[f"{k}_p_null"].append(d[f"{k}_p_null"] < 0.05)
             for k in keys:
                 note = ("parametric test inversion with the design's effective sample size (jsd_inversion_interval)"
@@ -403,7 +430,8 @@ def run_mcq(n_seeds: int, n_boot: int, designs=(48, 12, 6), seed: int = 0) -> li
                 if not template_sd:
                     rows.append(_row(k, "null_floor", design_text, dgp_text, 0.0, est[k], [], *args,
                                      note=f"plug-in JSD without bias; mean {k}_null = {np.nanmean(est[f'{k}_null']):.4f}"))
-                rows.append(_row(f"{k}_p_null", "test", design_text, dgp_text, float("nan"), [], tests[f"{k}_p_null"], *args,
+                rows.append(_row(f"{k}_p_null", "test", design_text, dgp_text, float("nan"), [], tests[f"{k}_p_null"],
+                                 len(tests[f"{k}_p_null"]), n_boot, seed,
                                  note="template-level relabelling of the photos' gender / race labels"))
     return rows
 
@@ -429,7 +457,7 @@ def run_salary(n_seeds: int, n_boot: int, n_per_occupation: int, n_bios: int, se
             records = simulate_salary(np.random.default_rng([s, 3, int(sd * 1000), int(template_sd * 1000)]), np.zeros(10), sd,
                                       n_per_occupation, n_bios, template_sd)
             p = dict(salary_stats.portrait_permutation_tests(records, n_boot, s))
-            if s < seed + (paper_seeds or n_seeds):  # the paper's regressions: ~1.3 s a seed, "paper" rows
+            if s < seed + (n_seeds if paper_seeds is None else paper_seeds):  # the paper's regressions: ~1.3 s a seed
                 p.update(salary_stats.cluster_robust_tests(records))
             for k, v in p.items():
                 hits.setdefault(k, []).append(v < 0.05)
@@ -440,7 +468,7 @@ def run_salary(n_seeds: int, n_boot: int, n_per_occupation: int, n_bios: int, se
                     per_occ[f"{o}|{k}"] = v
             hits.setdefault("any raw", []).append(min(per_occ.values()) < 0.05)
             hits.setdefault("any holm", []).append(min(holm(per_occ).values()) < 0.05)
-        for k in (*salary_stats.TEST_KEYS, *salary_stats.PAPER_TEST_KEYS):
+        for k in (*salary_stats.TEST_KEYS, *(k for k in salary_stats.PAPER_TEST_KEYS if k in hits)):
             note = "paper's unit-clustered test (App. C.6)" if k.endswith("_paper") else \
                 "template-level relabelling of portrait labels (interaction: each template's own Freedman-Lane residuals, rescaled)"
             paper = k.endswith("_paper")
@@ -506,10 +534,12 @@ def truth_2afc_logprob(beta: np.ndarray, portrait_sd: float, n: int = 20_000, se
     return out
 
 
-def run_2afc_logprob(n_seeds: int, n_boot: int, seed: int = 0) -> list[dict]:
+def run_2afc_logprob(n_seeds: int, n_boot: int, seed: int = 0, test_seeds: int | None = None) -> list[dict]:
     """``focus_2afc_*_logprob`` at the paper's design: the win rates' design-t intervals and tests, and Pol's
-    inversion, on expected wins (swap-averaged letter probabilities)."""
+    inversion, on expected wins (swap-averaged letter probabilities); the tests of the null models over
+    ``test_seeds`` (default :data:`TEST_SEED_FACTOR` x ``n_seeds``; :func:`_test_seed_range`)."""
     rows = []
+    test_seeds = n_seeds * TEST_SEED_FACTOR if test_seeds is None else test_seeds
     occupations, per = DESIGNS[48]
     design_text = "48 templates (6 occupations x 8 photos) x 45 pairs x 2 orders scored by letter probability"
     keys = ("male_win_rate", "win_rate_white", "polarization")
@@ -522,11 +552,11 @@ def run_2afc_logprob(n_seeds: int, n_boot: int, seed: int = 0) -> list[dict]:
         truth = truth_2afc_logprob(beta, 0.5, template_sd=template_sd)
         est, cover = {k: [] for k in keys}, {k: [] for k in keys}
         tests = {"p_male_win_rate": [], "p_win_rate_white": []}
-        for s in range(seed, seed + n_seeds):
+        for s, full in _test_seed_range(seed, n_seeds, 0 if np.any(beta) else test_seeds):
             scores = simulate_2afc_logprob(np.random.default_rng([s, 12, zlib.crc32(dgp.encode()) % 1000]), beta, 0.5, per,
                                            template_sd)
-            summary = twoafc_stats.twoafc_logprob_summary(scores, n_boot=n_boot, seed=s, n_null=n_boot)
-            for k in keys:
+            summary = twoafc_stats.twoafc_logprob_summary(scores, n_boot=n_boot if full else 0, seed=s, n_null=n_boot)
+            for k in keys if full else ():
                 est[k].append(summary.estimates[k])
                 cover[k].append(_covers(summary.ci_low[k], summary.ci_high[k], truth[k]))
             for k in tests:
@@ -538,7 +568,7 @@ def run_2afc_logprob(n_seeds: int, n_boot: int, seed: int = 0) -> list[dict]:
                              note=note))
         if not np.any(beta):
             for k in tests:
-                rows.append(_row(k, "test", design_text, dgp_text, float("nan"), [], tests[k], n_seeds, n_boot, seed,
+                rows.append(_row(k, "test", design_text, dgp_text, float("nan"), [], tests[k], len(tests[k]), n_boot, seed,
                                  note="template-level relabelling (the test of the average effect)"))
     return rows
 
@@ -813,17 +843,19 @@ def run(n_seeds: int, n_boot: int, quick: bool) -> list[dict]:
     MCQ designs to the 6-template one and the salary design to 4 templates per occupation x 10 biographies."""
     if quick:
         n_seeds, n_boot = min(n_seeds, 4), min(n_boot, 50)
-        return (run_2afc(n_seeds, n_boot, designs=(6,)) + run_mcq(n_seeds, n_boot, designs=(12,))
+        return (run_2afc(n_seeds, n_boot, designs=(6,), test_seeds=n_seeds)  # quick: as many test seeds as seeds
+                + run_mcq(n_seeds, n_boot, designs=(12,), test_seeds=n_seeds)
                 + run_salary(n_seeds, n_boot, 4, 10, nulls=((0.01, 0.05),)))
     return (run_2afc(n_seeds, n_boot) + run_2afc_occupations(n_seeds, n_boot) + run_mcq(n_seeds, n_boot)
             + run_2afc_logprob(n_seeds, n_boot) + run_mcq_logprob(n_seeds, n_boot) + run_tables(n_seeds, n_boot)
-            + run_presentation(n_seeds, n_boot) + run_compare(n_seeds, n_boot) + run_salary(n_seeds, n_boot, 8, 50, nulls=((0.0, 0.0), (0.03, 0.0), (0.01, 0.02), (0.01, 0.05)),
-                         paper_seeds=min(n_seeds, SALARY_PAPER_SEEDS)))
+            + run_presentation(n_seeds, n_boot) + run_compare(n_seeds, n_boot)
+            + run_salary(n_seeds * TEST_SEED_FACTOR, n_boot, 8, 50, nulls=((0.0, 0.0), (0.03, 0.0), (0.01, 0.02), (0.01, 0.05)),
+                         coverage_seeds=n_seeds, paper_seeds=min(n_seeds, SALARY_PAPER_SEEDS)))
 
 
 #: seeds of the paper's unit-clustered salary regressions (``p_*_paper`` rows, role "paper") in full mode: they
-#: cost ~1.3 s a seed and null on the 48 x 10 x 50 design (24,000 answers); the default permutation tests and
-#: the intervals run every seed (~0.15 s); every row states its own ``n_seeds``
+#: cost ~1.3 s a seed and null on the 48 x 10 x 50 design (24,000 answers); the default permutation tests run
+#: ``TEST_SEED_FACTOR`` x the seeds, the intervals every seed (~0.15 s); every row states its own ``n_seeds``
 SALARY_PAPER_SEEDS = 40
 
 def _print(rows: list[dict]) -> None:

@@ -80,6 +80,36 @@ def test_mcq_jsd_null_floor_no_bias_vs_planted():
     assert 0 <= biased.derived["jsd_male_debiased"] <= biased.estimates["jsd_male"]
 
 
+def test_mcq_jsd_test_randomises_its_ties_so_six_templates_can_reach_below_one_in_64():
+    """At 6 templates a template's genders are swapped or not: 2^6 = 64 relabellings, each drawn ~n_null / 64
+    times, so the observation ties with ~1/64 of its null. Counting those ties against it, the most extreme of
+    the 64 relabelled data sets could never get p below (1 + n_null / 64) / (1 + n_null) ~ 1/64 and the test's
+    level was a multiple of 1/64 under 5 % (2.9-4.8 % in the calibration); randomised over the ties (one U per
+    key) that data set's p is U / 64 on average, and the level is 5 %."""
+    from lm_eval_bias.reflect.schema import GROUPS
+
+    opts, values = mcq.SALARY_OPTIONS, mcq.SALARY_BIN_MIDPOINTS_USD
+    occupations, per = sim.DESIGNS[6]
+    records = sim.simulate_mcq(np.random.default_rng(5), NO_BIAS, 0.5, per, 0.6, occupations)
+    _, strata, counts = mcq.mcq_count_table(records, opts)
+    answers = counts["answers"]
+    partner = [next(h for h, o in enumerate(GROUPS) if o.race == g.race and o.gender != g.gender) for g in GROUPS]
+    T = answers.shape[0]
+    orbit = [np.stack([answers[t][partner] if (bits >> t) & 1 else answers[t] for t in range(T)])
+             for bits in range(2 ** T)]
+    jsd = [mcq.jsd_batch(a.sum(0)[None])["jsd_male"][0] for a in orbit]
+    assert len(np.unique(np.round(jsd, 12))) == 64  # 64 distinct values: ties come only from repeated draws
+    top = orbit[int(np.argmax(jsd))]  # the most extreme relabelling: its rank is 1 of 64
+    estimates = mcq.mcq_metrics({"answers": top.sum(0), **{k: v.sum(0) for k, v in counts.items() if k != "answers"}},
+                                opts, values)
+    n_null = 640
+    p = np.array([mcq.mcq_inference(top, estimates, {}, strata, n_null, null_seed)["jsd_male_p_null"]
+                  for null_seed in range(40)])
+    ties_against = (1 + n_null / 64) / (1 + n_null)  # ~0.0172: the old p of the top rank, about
+    assert p.max() <= 1.6 * ties_against and p.min() < 0.3 * ties_against
+    assert np.mean(p) == pytest.approx(ties_against / 2, rel=0.2)  # U (1 + ties) / (1 + B), E[U] = 1/2
+
+
 def _salary(seed: int, beta, portrait_sd: float) -> list:
     return [r for r in sim.simulate_salary(np.random.default_rng([seed, 11]), beta, portrait_sd, n_per_occupation=6,
                                            n_bios=20) if r.occupation in ("ceo", "nurse")]
@@ -146,6 +176,31 @@ def test_calibration_module_rows_quick():
     assert any("template-specific gender effect sd 5%" in r["dgp"] for r in salary_rows)
     assert {r["role"] for r in salary_rows if r["quantity"].endswith("_paper")} == {"paper"}
     assert {r["role"] for r in salary_rows if "raw p" in r["quantity"]} == {"diagnostic"}
+
+
+def test_calibration_test_rows_run_more_seeds_than_interval_rows_and_their_p_values_ignore_the_bootstrap():
+    """The test rows of the null models run TEST_SEED_FACTOR x the seeds, the extra seeds without the bootstrap:
+    valid only because a test's p-value comes from its own permutation stream, whatever n_boot is."""
+    occupations, per = sim.DESIGNS[6]
+    for s in range(3):
+        calls = sim.simulate_2afc(np.random.default_rng([s, 1]), NO_BIAS, 0.5, per, 0.3, occupations)
+        with_boot = twoafc.twoafc_summary(calls, n_boot=30, seed=s, n_null=40).derived
+        without = twoafc.twoafc_summary(calls, n_boot=0, seed=s, n_null=40).derived
+        p_keys = [k for k in with_boot if k.startswith("p_") or k.endswith("_p_null")]
+        assert len(p_keys) >= 13 and any(0 < with_boot[k] < 1 for k in p_keys)
+        assert all(with_boot[k] == without[k] or (math.isnan(with_boot[k]) and math.isnan(without[k])) for k in p_keys)
+        records = sim.simulate_mcq(np.random.default_rng([s, 2]), NO_BIAS, 0.5, per, 0.3, occupations)
+        a = mcq.mcq_summary(records, mcq.SALARY_OPTIONS, mcq.SALARY_BIN_MIDPOINTS_USD, n_boot=30, seed=s, n_null=40,
+                            jsd_interval_keys=("jsd_male",)).derived
+        b = mcq.mcq_summary(records, mcq.SALARY_OPTIONS, mcq.SALARY_BIN_MIDPOINTS_USD, n_boot=0, seed=s, n_null=40,
+                            jsd_interval_keys=("jsd_male",)).derived
+        assert a["jsd_male_p_null"] == b["jsd_male_p_null"] and a["jsd_black_p_null"] == b["jsd_black_p_null"]
+    assert list(sim._test_seed_range(10, 2, 5)) == [(10, True), (11, True), (12, False), (13, False), (14, False)]
+    assert list(sim._test_seed_range(10, 2, 0)) == [(10, True), (11, True)]
+    rows = sim.run_2afc(2, 20, designs=(6,), test_seeds=5)
+    seeds = {(r["kind"], r["dgp"][:8]): r["n_seeds"] for r in rows if r["quantity"] in ("p_male_win_rate", "male_win_rate")}
+    assert seeds == {("test", "no bias;"): 5, ("interval", "no bias;"): 2, ("interval", "Pol 0.15"): 2,
+                     ("interval", "strong b"): 2}
 
 
 def test_design_degrees_of_freedom_and_t_interval_by_hand():
