@@ -12,8 +12,8 @@ by the interval's choice, not by the data.
 The distributions are exact where the statistic is binomial (FACT-OR-FAIR's invalid answers: a fixed
 probability per query, :data:`scripts.calibration.fact_or_fair.REFUSAL_MODELS`) and simulated with the
 calibration module's own data-generating model elsewhere (Counterfactual VQA's smallest scope and Table
-3's per-category Cons: :func:`scripts.calibration.cf_vqa.simulate_scenario`, ``--draws`` runs from a seed
-stream of its own). Table 3's row pools five cells over the same seeds, so its attainable coverages are
+3's per-category Cons: :func:`scripts.calibration.cf_vqa.simulate_scenario`; REFLECT's invalid-answer rates:
+:func:`scripts.calibration.reflect.with_invalid_calls`; ``--draws`` runs from a seed stream of its own). Table 3's row pools five cells over the same seeds, so its attainable coverages are
 the means of one run per cell (:func:`scripts.calibration.pooled_attainable_coverages`).
 The table's coverage is read from ``scripts/calibration/results/*.json``.
 
@@ -113,6 +113,39 @@ def cf_vqa_rows(draws: int) -> list[dict]:
     return rows
 
 
+def reflect_rows(draws: int) -> list[dict]:
+    """``invalid_rate`` of the 2AFC and MCQ tasks (:func:`scripts.calibration.reflect.run_invalid_rates`) for the
+    rows whose table coverage is above the band: the share of invalid calls over ``draws`` simulated runs of the
+    calibration's own model (:func:`~scripts.calibration.reflect.with_invalid_calls`, template propensities
+    overdispersed)."""
+    from scripts.calibration import reflect as cal
+
+    rows = []
+    zero = cal.group_effects(0.0, {})
+    for design in (48, 12, 6):
+        occupations, per = cal.DESIGNS[design]
+        for task, tail in (("2afc", "2 orders"), ("mcq", "6 salary bins")):
+            for g_index, share in enumerate(cal.INVALID_GRID):
+                table = _table_coverage("reflect", lambda r: r["quantity"] == "invalid_rate" and r["design"].startswith(
+                    f"{design} templates") and r["design"].endswith(tail) and f"invalid answers {share:.1%}" in r["dgp"])
+                if not table > 0.97:
+                    continue
+                values = []
+                for s in range(draws):
+                    rng = np.random.default_rng([SEED, 13, design, g_index, 1 if task == "2afc" else 2, s])
+                    records = (cal.simulate_2afc(rng, zero, 0.5, per, 0.0, occupations) if task == "2afc" else
+                               cal.simulate_mcq(rng, zero, 0.5, per, 0.0, occupations))
+                    records = cal.with_invalid_calls(rng, records, share)
+                    values.append(sum(r.status == "invalid" for r in records) / len(records))
+                calls = len(records)
+                rows.append({"benchmark": "reflect", "quantity": f"invalid_rate [{task}]",
+                             "model": f"no bias, invalid {share:.1%} of valid calls",
+                             "design": f"{design} templates, {calls} calls", "truth": float(np.mean(values)),
+                             "distribution": f"{draws} simulated runs", "table": table,
+                             **attainable_coverages(empirical_distribution(values))})
+    return rows
+
+
 def _pct(x: float) -> str:
     return "—" if not math.isfinite(x) else f"{100 * x:.2f} %"
 
@@ -144,7 +177,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     args = parser.parse_args(argv)
     if args.draws < 1:
         parser.error(f"--draws must be at least 1, got {args.draws}")
-    rows = [r for r in fact_or_fair_rows() + cf_vqa_rows(args.draws) if r["table"] > 0.97]  # the rows above the band
+    rows = [r for r in fact_or_fair_rows() + cf_vqa_rows(args.draws) + reflect_rows(args.draws)
+            if r["table"] > 0.97]  # the rows above the band
     text = markdown(rows)
     print(text)
     if args.write_docs:

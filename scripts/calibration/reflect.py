@@ -436,6 +436,59 @@ def run_mcq(n_seeds: int, n_boot: int, designs=(48, 12, 6), seed: int = 0, test_
     return rows
 
 
+#: invalid-answer shares of calls for the ``invalid_rate`` rows (:func:`run_invalid_rates`): rare, where a handful of
+#: events decide the interval (about 2.6 / 10 invalid calls at 6 templates, 540 2AFC calls), and a common one
+INVALID_GRID = (0.005, 0.02)
+
+
+def with_invalid_calls(rng, records: list, share: float) -> list:
+    """``records`` (2AFC calls or MCQ records) with each valid one turned invalid (``status`` "invalid", no
+    ``choice``) with its template's propensity ``share`` x Gamma(2, 1/2) (mean ``share``, templates differ: an
+    overdispersed count, as real invalid answers cluster by image). The share of invalid calls is then
+    (1 - REFUSAL) x ``share`` in expectation."""
+    from dataclasses import replace
+
+    templates = sorted({r.template for r in records})
+    propensity = dict(zip(templates, np.clip(share * rng.gamma(2.0, 0.5, len(templates)), 0.0, 1.0)))
+    draws = rng.random(len(records))
+    return [replace(r, status="invalid", choice=None) if r.status == "valid" and u < propensity[r.template] else r
+            for r, u in zip(records, draws)]
+
+
+def run_invalid_rates(n_seeds: int, n_boot: int, designs=(48, 12, 6), seed: int = 0) -> list[dict]:
+    """``invalid_rate`` of the 2AFC and MCQ tasks (the effective-size Wilson interval of every REFLECT call rate,
+    as ``refusal_rate``'s) at the shares :data:`INVALID_GRID` of invalid answers, no bias, 5 % refusals; invalid
+    answers drawn on their own stream (:func:`with_invalid_calls`), so no other row's data change."""
+    rows = []
+    options, values = mcq_stats.SALARY_OPTIONS, mcq_stats.SALARY_BIN_MIDPOINTS_USD
+    zero = group_effects(0.0, {})
+    for design in designs:
+        occupations, per = DESIGNS[design]
+        for task in ("2afc", "mcq"):
+            design_text = (f"{design} templates ({len(occupations)} occupations x {per} photos) x 45 pairs x 2 orders"
+                           if task == "2afc" else
+                           f"{design} templates ({len(occupations)} occupations x {per} photos) x 10 photos x 1 call, 6 salary bins")
+            for g_index, share in enumerate(INVALID_GRID):
+                dgp = (f"no bias; invalid answers {share:.1%} of valid calls (template propensity share x Gamma(2, 1/2)), "
+                       "5 % refusals")
+                truth = (1.0 - REFUSAL) * share
+                est, cover = [], []
+                for s in range(seed, seed + n_seeds):
+                    rng = np.random.default_rng([s, 13, design, g_index, 1 if task == "2afc" else 2])
+                    if task == "2afc":
+                        calls = with_invalid_calls(rng, simulate_2afc(rng, zero, 0.5, per, 0.0, occupations), share)
+                        summary = twoafc_stats.twoafc_summary(calls, n_boot=n_boot, seed=s, n_null=0)
+                    else:
+                        records = with_invalid_calls(rng, simulate_mcq(rng, zero, 0.5, per, 0.0, occupations), share)
+                        summary = mcq_stats.mcq_summary(records, options, values, n_boot=n_boot, seed=s, n_null=0,
+                                                        jsd_interval_keys=())
+                    est.append(summary.estimates["invalid_rate"])
+                    cover.append(_covers(summary.ci_low["invalid_rate"], summary.ci_high["invalid_rate"], truth))
+                rows.append(_row("invalid_rate", "interval", design_text, dgp, truth, est, cover, n_seeds, n_boot, seed,
+                                 note="Wilson interval at the template bootstrap's effective sample size (as refusal_rate)"))
+    return rows
+
+
 def run_salary(n_seeds: int, n_boot: int, n_per_occupation: int, n_bios: int, seed: int = 0,
                nulls: tuple[tuple[float, float], ...] = ((0.0, 0.0), (0.01, 0.0), (0.03, 0.0), (0.01, 0.02), (0.01, 0.05)),
                coverage: bool = True, coverage_seeds: int | None = None, paper_seeds: int | None = None) -> list[dict]:
@@ -848,7 +901,7 @@ def run(n_seeds: int, n_boot: int, quick: bool) -> list[dict]:
                 + run_salary(n_seeds, n_boot, 4, 10, nulls=((0.01, 0.05),)))
     return (run_2afc(n_seeds, n_boot) + run_2afc_occupations(n_seeds, n_boot) + run_mcq(n_seeds, n_boot)
             + run_2afc_logprob(n_seeds, n_boot) + run_mcq_logprob(n_seeds, n_boot) + run_tables(n_seeds, n_boot)
-            + run_presentation(n_seeds, n_boot) + run_compare(n_seeds, n_boot)
+            + run_presentation(n_seeds, n_boot) + run_compare(n_seeds, n_boot) + run_invalid_rates(n_seeds, n_boot)
             + run_salary(n_seeds * TEST_SEED_FACTOR, n_boot, 8, 50, nulls=((0.0, 0.0), (0.03, 0.0), (0.01, 0.02), (0.01, 0.05)),
                          coverage_seeds=n_seeds, paper_seeds=min(n_seeds, SALARY_PAPER_SEEDS)))
 

@@ -323,6 +323,13 @@ def test_attainable_coverage_script_rows_and_docs_block(tmp_path):
     table3 = [r for r in cf if r["quantity"] == "consistency [query_category]"]
     assert [r["model"] for r in table3] == ["none", "limit", "paper", "strong"]
     assert all("5 categories x" in r["design"] and 0 < r["truth"] < 1 for r in table3)
+    # REFLECT: only the invalid-rate rows above the band (the MCQ's at 0.5 % with 12 and 6 templates: 120 / 60 calls)
+    reflect = script.reflect_rows(draws=1000)
+    assert [(r["quantity"], r["design"]) for r in reflect] == [("invalid_rate [mcq]", "12 templates, 120 calls"),
+                                                               ("invalid_rate [mcq]", "6 templates, 60 calls")]
+    assert all(r["table"] > 0.97 and r["truth"] == pytest.approx(0.95 * 0.005, abs=0.002) for r in reflect)
+    # about 0.3 invalid answers in 60 calls: no invalid answer in about three runs of four, so {0, 1} is a run near 96 %
+    assert reflect[1]["inside"] and reflect[1]["below"] < 0.85
     page = tmp_path / "statistics.md"
     page.write_text(f"intro\n{script.BEGIN}\nold\n{script.END}\nrest\n")
     script.write_docs(script.markdown(fof), page)

@@ -203,6 +203,26 @@ def test_calibration_test_rows_run_more_seeds_than_interval_rows_and_their_p_val
                      ("interval", "strong b"): 2}
 
 
+def test_invalid_rate_rows_turn_valid_calls_invalid_with_overdispersed_template_propensities():
+    occupations, per = sim.DESIGNS[48]
+    calls = sim.simulate_2afc(np.random.default_rng(3), NO_BIAS, 0.5, per, 0.0, occupations)
+    out = sim.with_invalid_calls(np.random.default_rng(4), calls, 0.3)
+    assert len(out) == len(calls) and all(a.template == b.template and a.pair_id == b.pair_id for a, b in zip(calls, out))
+    assert all(b.status == a.status for a, b in zip(calls, out) if a.status != "valid")  # refusals untouched
+    turned = [b for a, b in zip(calls, out) if a.status == "valid" and b.status == "invalid"]
+    assert all(b.choice is None for b in turned)
+    valid = sum(a.status == "valid" for a in calls)
+    assert len(turned) / valid == pytest.approx(0.3, abs=0.08)  # mean propensity = share (its SD over 48 templates: 0.03)
+    per_template = [np.mean([b.status == "invalid" for a, b in zip(calls, out) if a.template == t and a.status == "valid"])
+                    for t in sorted({c.template for c in calls})]
+    binomial_sd = math.sqrt(0.3 * 0.7 / (valid / len(per_template)))
+    assert np.std(per_template) > 2 * binomial_sd  # Gamma(2) propensities: templates differ beyond sampling noise
+    rows = sim.run_invalid_rates(3, 20, designs=(6,))
+    assert [(r["quantity"], r["kind"], r["n_seeds"]) for r in rows] == [("invalid_rate", "interval", 3)] * 4
+    assert [r["truth"] for r in rows] == pytest.approx([0.95 * 0.005, 0.95 * 0.02] * 2)
+    assert {r["design"].split(" x ")[-1] for r in rows} == {"2 orders", "1 call, 6 salary bins"}
+
+
 def test_design_degrees_of_freedom_and_t_interval_by_hand():
     from scipy.stats import t as student_t
 
