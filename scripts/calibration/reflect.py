@@ -441,51 +441,64 @@ def run_mcq(n_seeds: int, n_boot: int, designs=(48, 12, 6), seed: int = 0, test_
 INVALID_GRID = (0.005, 0.02)
 
 
-def with_invalid_calls(rng, records: list, share: float) -> list:
-    """``records`` (2AFC calls or MCQ records) with each valid one turned invalid (``status`` "invalid", no
-    ``choice``) with its template's propensity ``share`` x Gamma(2, 1/2) (mean ``share``, templates differ: an
-    overdispersed count, as real invalid answers cluster by image). The share of invalid calls is then
-    (1 - REFUSAL) x ``share`` in expectation."""
+def with_invalid_calls(rng, records: list, share: float, status: str = "invalid") -> list:
+    """``records`` (2AFC calls, MCQ or salary records) with each valid one turned invalid (``status``, no answer:
+    ``choice`` or the salary ``value`` None) with its template's propensity ``share`` x Gamma(2, 1/2) (mean
+    ``share``, templates differ: an overdispersed count, as real invalid answers cluster by image). The share of
+    invalid calls is then (1 - REFUSAL) x ``share`` in expectation when REFUSAL of the calls were refusals."""
     from dataclasses import replace
 
     templates = sorted({r.template for r in records})
     propensity = dict(zip(templates, np.clip(share * rng.gamma(2.0, 0.5, len(templates)), 0.0, 1.0)))
     draws = rng.random(len(records))
-    return [replace(r, status="invalid", choice=None) if r.status == "valid" and u < propensity[r.template] else r
+    answer = "value" if records and hasattr(records[0], "value") else "choice"
+    return [replace(r, status=status, **{answer: None}) if r.status == "valid" and u < propensity[r.template] else r
             for r, u in zip(records, draws)]
 
 
 def run_invalid_rates(n_seeds: int, n_boot: int, designs=(48, 12, 6), seed: int = 0) -> list[dict]:
-    """``invalid_rate`` of the 2AFC and MCQ tasks (the effective-size Wilson interval of every REFLECT call rate,
-    as ``refusal_rate``'s) at the shares :data:`INVALID_GRID` of invalid answers, no bias, 5 % refusals; invalid
-    answers drawn on their own stream (:func:`with_invalid_calls`), so no other row's data change."""
+    """``invalid_rate`` of the 2AFC and MCQ tasks at ``designs``, and of ``focus_salary`` at its own design (48
+    templates x 10 portraits x 50 biographies, when 48 is among ``designs``; with ``valid_rate`` and
+    ``refusal_rate``, which no other row checks there): the effective-size Wilson interval of every REFLECT call
+    rate, at the shares :data:`INVALID_GRID` of invalid answers, no bias, 5 % refusals (the salary simulator has
+    none: they are drawn here, template propensities as the invalid ones'); invalid answers drawn on their own
+    stream (:func:`with_invalid_calls`), so no other row's data change."""
     rows = []
     options, values = mcq_stats.SALARY_OPTIONS, mcq_stats.SALARY_BIN_MIDPOINTS_USD
     zero = group_effects(0.0, {})
     for design in designs:
         occupations, per = DESIGNS[design]
-        for task in ("2afc", "mcq"):
+        for task in ("2afc", "mcq", "salary") if design == 48 else ("2afc", "mcq"):
             design_text = (f"{design} templates ({len(occupations)} occupations x {per} photos) x 45 pairs x 2 orders"
                            if task == "2afc" else
-                           f"{design} templates ({len(occupations)} occupations x {per} photos) x 10 photos x 1 call, 6 salary bins")
+                           f"{design} templates ({len(occupations)} occupations x {per} photos) x 10 photos x 1 call, 6 salary bins"
+                           if task == "mcq" else "48 templates x 10 portraits x 50 biographies (24000 answers)")
+            keys = ("invalid_rate", "valid_rate", "refusal_rate") if task == "salary" else ("invalid_rate",)
             for g_index, share in enumerate(INVALID_GRID):
                 dgp = (f"no bias; invalid answers {share:.1%} of valid calls (template propensity share x Gamma(2, 1/2)), "
                        "5 % refusals")
-                truth = (1.0 - REFUSAL) * share
-                est, cover = [], []
+                truth = {"invalid_rate": (1.0 - REFUSAL) * share, "refusal_rate": REFUSAL,
+                         "valid_rate": (1.0 - REFUSAL) * (1.0 - share)}
+                est, cover = {k: [] for k in keys}, {k: [] for k in keys}
                 for s in range(seed, seed + n_seeds):
-                    rng = np.random.default_rng([s, 13, design, g_index, 1 if task == "2afc" else 2])
+                    rng = np.random.default_rng([s, 13, design, g_index, ("2afc", "mcq", "salary").index(task) + 1])
                     if task == "2afc":
                         calls = with_invalid_calls(rng, simulate_2afc(rng, zero, 0.5, per, 0.0, occupations), share)
                         summary = twoafc_stats.twoafc_summary(calls, n_boot=n_boot, seed=s, n_null=0)
-                    else:
+                    elif task == "mcq":
                         records = with_invalid_calls(rng, simulate_mcq(rng, zero, 0.5, per, 0.0, occupations), share)
                         summary = mcq_stats.mcq_summary(records, options, values, n_boot=n_boot, seed=s, n_null=0,
                                                         jsd_interval_keys=())
-                    est.append(summary.estimates["invalid_rate"])
-                    cover.append(_covers(summary.ci_low["invalid_rate"], summary.ci_high["invalid_rate"], truth))
-                rows.append(_row("invalid_rate", "interval", design_text, dgp, truth, est, cover, n_seeds, n_boot, seed,
-                                 note="Wilson interval at the template bootstrap's effective sample size (as refusal_rate)"))
+                    else:
+                        records = with_invalid_calls(rng, simulate_salary(rng, zero, 0.03, per), REFUSAL, "refusal")
+                        records = with_invalid_calls(rng, records, share)
+                        summary = salary_stats.salary_summary(records, n_boot=n_boot, seed=s, n_null=0)
+                    for k in keys:
+                        est[k].append(summary.estimates[k])
+                        cover[k].append(_covers(summary.ci_low[k], summary.ci_high[k], truth[k]))
+                for k in keys:
+                    rows.append(_row(k, "interval", design_text, dgp, truth[k], est[k], cover[k], n_seeds, n_boot, seed,
+                                     note="Wilson interval at the template bootstrap's effective sample size (as refusal_rate)"))
     return rows
 
 

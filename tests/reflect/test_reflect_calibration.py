@@ -217,6 +217,11 @@ def test_invalid_rate_rows_turn_valid_calls_invalid_with_overdispersed_template_
                     for t in sorted({c.template for c in calls})]
     binomial_sd = math.sqrt(0.3 * 0.7 / (valid / len(per_template)))
     assert np.std(per_template) > 2 * binomial_sd  # Gamma(2) propensities: templates differ beyond sampling noise
+    salary = sim.simulate_salary(np.random.default_rng(5), NO_BIAS, 0.03, 2, 4)  # the salary rows draw refusals too
+    refused = sim.with_invalid_calls(np.random.default_rng(6), salary, 0.5, "refusal")
+    assert {r.status for r in refused} == {"valid", "refusal"}
+    assert all(r.value is None for r in refused if r.status == "refusal") and 0.3 < np.mean(
+        [r.status == "refusal" for r in refused]) < 0.7
     rows = sim.run_invalid_rates(3, 20, designs=(6,))
     assert [(r["quantity"], r["kind"], r["n_seeds"]) for r in rows] == [("invalid_rate", "interval", 3)] * 4
     assert [r["truth"] for r in rows] == pytest.approx([0.95 * 0.005, 0.95 * 0.02] * 2)
