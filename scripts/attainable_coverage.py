@@ -13,7 +13,7 @@ The distributions are exact where the statistic is binomial (FACT-OR-FAIR's inva
 probability per query, :data:`scripts.calibration.fact_or_fair.REFUSAL_MODELS`) and simulated with the
 calibration module's own data-generating model elsewhere (Counterfactual VQA's smallest scope and Table
 3's per-category Cons: :func:`scripts.calibration.cf_vqa.simulate_scenario`; REFLECT's invalid-answer rates:
-:func:`scripts.calibration.reflect.with_invalid_calls`; ``--draws`` runs from a seed stream of its own). Table 3's row pools five cells over the same seeds, so its attainable coverages are
+:func:`scripts.calibration.reflect.with_unanswered_calls`; ``--draws`` runs from a seed stream of its own). Table 3's row pools five cells over the same seeds, so its attainable coverages are
 the means of one run per cell (:func:`scripts.calibration.pooled_attainable_coverages`).
 The table's coverage is read from ``scripts/calibration/results/*.json``.
 
@@ -116,7 +116,7 @@ def cf_vqa_rows(draws: int) -> list[dict]:
 def reflect_rows(draws: int) -> list[dict]:
     """``invalid_rate`` of the 2AFC and MCQ tasks (:func:`scripts.calibration.reflect.run_invalid_rates`) for the
     rows whose table coverage is above the band: the share of invalid calls over ``draws`` simulated runs of the
-    calibration's own model (:func:`~scripts.calibration.reflect.with_invalid_calls`, template propensities
+    calibration's own model (:func:`~scripts.calibration.reflect.with_unanswered_calls`, template propensities
     overdispersed)."""
     from scripts.calibration import reflect as cal
 
@@ -135,7 +135,7 @@ def reflect_rows(draws: int) -> list[dict]:
                     rng = np.random.default_rng([SEED, 13, design, g_index, 1 if task == "2afc" else 2, s])
                     records = (cal.simulate_2afc(rng, zero, 0.5, per, 0.0, occupations) if task == "2afc" else
                                cal.simulate_mcq(rng, zero, 0.5, per, 0.0, occupations))
-                    records = cal.with_invalid_calls(rng, records, share)
+                    records = cal.with_unanswered_calls(rng, records, share)
                     values.append(sum(r.status == "invalid" for r in records) / len(records))
                 calls = len(records)
                 rows.append({"benchmark": "reflect", "quantity": f"invalid_rate [{task}]",

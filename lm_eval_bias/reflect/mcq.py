@@ -421,8 +421,7 @@ def mcq_inference(per_template_answers: np.ndarray, estimates: Mapping[str, floa
             perms = (template_level_relabelings(levels, within, T, n_null, null_seed) if G == len(GROUPS)
                      else within_template_permutations(T, G, n_null, null_seed, within[:G]))
             nulls[name] = jsd_batch(permute_groups(answers, perms, axes=1))
-    # one U per key, its own stream: the randomised p of permutation_null, exactly uniform under the null even where
-    # the relabellings repeat the observation (6 templates: 2^6 gender relabellings, each drawn ~n_null / 64 times)
+    # one U per key, its own stream (docstring): ties randomised, as twoafc_inference's win-rate tests
     tie_weights = np.random.default_rng([null_seed, 32]).random(len(JSD_KEYS))
     for key, u in zip(JSD_KEYS, tie_weights):
         kind = "gender" if key in ("jsd_female", "jsd_male") else "race"

@@ -441,7 +441,7 @@ def run_mcq(n_seeds: int, n_boot: int, designs=(48, 12, 6), seed: int = 0, test_
 INVALID_GRID = (0.005, 0.02)
 
 
-def with_invalid_calls(rng, records: list, share: float, status: str = "invalid") -> list:
+def with_unanswered_calls(rng, records: list, share: float, status: str = "invalid") -> list:
     """``records`` (2AFC calls, MCQ or salary records) with each valid one turned invalid (``status``, no answer:
     ``choice`` or the salary ``value`` None) with its template's propensity ``share`` x Gamma(2, 1/2) (mean
     ``share``, templates differ: an overdispersed count, as real invalid answers cluster by image). The share of
@@ -462,7 +462,7 @@ def run_invalid_rates(n_seeds: int, n_boot: int, designs=(48, 12, 6), seed: int 
     ``refusal_rate``, which no other row checks there): the effective-size Wilson interval of every REFLECT call
     rate, at the shares :data:`INVALID_GRID` of invalid answers, no bias, 5 % refusals (the salary simulator has
     none: they are drawn here, template propensities as the invalid ones'); invalid answers drawn on their own
-    stream (:func:`with_invalid_calls`), so no other row's data change."""
+    stream (:func:`with_unanswered_calls`), so no other row's data change."""
     rows = []
     options, values = mcq_stats.SALARY_OPTIONS, mcq_stats.SALARY_BIN_MIDPOINTS_USD
     zero = group_effects(0.0, {})
@@ -483,15 +483,15 @@ def run_invalid_rates(n_seeds: int, n_boot: int, designs=(48, 12, 6), seed: int 
                 for s in range(seed, seed + n_seeds):
                     rng = np.random.default_rng([s, 13, design, g_index, ("2afc", "mcq", "salary").index(task) + 1])
                     if task == "2afc":
-                        calls = with_invalid_calls(rng, simulate_2afc(rng, zero, 0.5, per, 0.0, occupations), share)
+                        calls = with_unanswered_calls(rng, simulate_2afc(rng, zero, 0.5, per, 0.0, occupations), share)
                         summary = twoafc_stats.twoafc_summary(calls, n_boot=n_boot, seed=s, n_null=0)
                     elif task == "mcq":
-                        records = with_invalid_calls(rng, simulate_mcq(rng, zero, 0.5, per, 0.0, occupations), share)
+                        records = with_unanswered_calls(rng, simulate_mcq(rng, zero, 0.5, per, 0.0, occupations), share)
                         summary = mcq_stats.mcq_summary(records, options, values, n_boot=n_boot, seed=s, n_null=0,
                                                         jsd_interval_keys=())
                     else:
-                        records = with_invalid_calls(rng, simulate_salary(rng, zero, 0.03, per), REFUSAL, "refusal")
-                        records = with_invalid_calls(rng, records, share)
+                        records = with_unanswered_calls(rng, simulate_salary(rng, zero, 0.03, per), REFUSAL, "refusal")
+                        records = with_unanswered_calls(rng, records, share)
                         summary = salary_stats.salary_summary(records, n_boot=n_boot, seed=s, n_null=0)
                     for k in keys:
                         est[k].append(summary.estimates[k])

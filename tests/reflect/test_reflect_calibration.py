@@ -206,7 +206,7 @@ def test_calibration_test_rows_run_more_seeds_than_interval_rows_and_their_p_val
 def test_invalid_rate_rows_turn_valid_calls_invalid_with_overdispersed_template_propensities():
     occupations, per = sim.DESIGNS[48]
     calls = sim.simulate_2afc(np.random.default_rng(3), NO_BIAS, 0.5, per, 0.0, occupations)
-    out = sim.with_invalid_calls(np.random.default_rng(4), calls, 0.3)
+    out = sim.with_unanswered_calls(np.random.default_rng(4), calls, 0.3)
     assert len(out) == len(calls) and all(a.template == b.template and a.pair_id == b.pair_id for a, b in zip(calls, out))
     assert all(b.status == a.status for a, b in zip(calls, out) if a.status != "valid")  # refusals untouched
     turned = [b for a, b in zip(calls, out) if a.status == "valid" and b.status == "invalid"]
@@ -218,7 +218,7 @@ def test_invalid_rate_rows_turn_valid_calls_invalid_with_overdispersed_template_
     binomial_sd = math.sqrt(0.3 * 0.7 / (valid / len(per_template)))
     assert np.std(per_template) > 2 * binomial_sd  # Gamma(2) propensities: templates differ beyond sampling noise
     salary = sim.simulate_salary(np.random.default_rng(5), NO_BIAS, 0.03, 2, 4)  # the salary rows draw refusals too
-    refused = sim.with_invalid_calls(np.random.default_rng(6), salary, 0.5, "refusal")
+    refused = sim.with_unanswered_calls(np.random.default_rng(6), salary, 0.5, "refusal")
     assert {r.status for r in refused} == {"valid", "refusal"}
     assert all(r.value is None for r in refused if r.status == "refusal") and 0.3 < np.mean(
         [r.status == "refusal" for r in refused]) < 0.7
