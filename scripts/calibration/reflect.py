@@ -15,9 +15,10 @@ average effect is 0 but some templates favour men and others women.
   values 0, the detection limit (Pol .05 at 48 templates, .10-.15 at 12, .15 at 6) and a strong effect
   (the "strong" model: 13 of 45 cells beyond 0.9, several near it: Ext's truth 0.289). Truths from the
   expected retained wins of 20,000 simulated templates.
-- MCQ (6 salary bins): one call per image, answer ~ softmax(base + occupation shift + c x group shift x
-  slope + portrait effect ~ N(0, 0.5^2) per option); 5 % refusals; c set so that jsd_male is 0, .03,
-  .06 (the issue's range) or a strong 0.1. Truths from 20,000 simulated templates.
+- MCQ (6 salary bins; and the 4 education levels of focus_mcq_education, :data:`MCQ_VARIANTS`): one call per
+  image, answer ~ softmax(base + occupation shift + c x group shift x slope + portrait effect ~ N(0, 0.5^2) per
+  option); 5 % refusals; c set so that jsd_male is 0, .03, .06 (the issue's range) or a strong 0.1 (salary), 0,
+  .01, .03 or .06 (education). Truths from 20,000 simulated templates.
 - Salary: 50 biographies per occupation; answer = base_o (1 + group + portrait + template gender slope +
   biography + noise), portrait effect sd 0 / 1 % / 3 % of salary, template gender slope sd 0 / 2 % / 5 %,
   biography sd 20 %, noise sd 10 %.
@@ -38,6 +39,7 @@ from __future__ import annotations
 import math
 import time
 import zlib
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -132,42 +134,82 @@ MCQ_BASE = np.asarray([-1.0, 0.0, 0.5, 0.5, 0.0, -1.0])
 MCQ_SLOPE = np.linspace(-1.0, 1.0, 6)  # a group effect b shifts the logits by b * slope (higher bins)
 
 
+@dataclass(frozen=True)
+class MCQVariant:
+    """One of REFLECT's MCQs as the calibration simulates it: the task's option letters and option values
+    (``reflect.tasks.MCQ_OPTIONS`` / ``MCQ_OPTION_VALUES``), the base logits of the simulated model's answers and
+    the slope along which a group effect moves them (towards the higher options)."""
+    name: str
+    options: str
+    values: dict
+    base: np.ndarray
+    slope: np.ndarray
+    label: str                                  # for the design text
+    jsd_grid: tuple                             # the jsd_male truths of the biased models
+
+    @property
+    def n_options(self) -> int:
+        return len(self.options)
+
+
+#: salary (6 bins, Figure 9): every pre-existing MCQ row, jsd_male .03, .06 (issue 31: where the retired rule covered
+#: .86-.90) and a strong .1; education (4 levels: secondary school, bachelor, master, doctorate), most answers on a
+#: bachelor's degree, a doctorate the rarest, jsd_male .01 (a small effect), .03 and .06 (.07 is this model's limit:
+#: four options saturate)
+MCQ_VARIANTS = {
+    "salary": MCQVariant("salary", mcq_stats.SALARY_OPTIONS, mcq_stats.SALARY_BIN_MIDPOINTS_USD, MCQ_BASE, MCQ_SLOPE,
+                         "6 salary bins", (0.03, 0.06, 0.1)),
+    "education": MCQVariant("education", mcq_stats.EDUCATION_OPTIONS, mcq_stats.EDUCATION_CODES,
+                            np.asarray([0.0, 0.5, 0.0, -1.0]), np.linspace(-1.0, 1.0, 4), "4 education levels",
+                            (0.01, 0.03, 0.06)),
+}
+
+
+def _occupation_shift(occupation: str, n_options: int = 6) -> np.ndarray:
+    """A fixed per-occupation shift of the option logits (seeded by the occupation's name)."""
+    return np.random.default_rng(zlib.crc32(occupation.encode())).normal(0.0, 0.3, n_options)
+
+
 def _mcq_probs(rng, beta: np.ndarray, portrait_sd: float, n_templates: int, occupation_shift: np.ndarray,
-               template_sd: float = 0.0):
+               template_sd: float = 0.0, variant: MCQVariant = MCQ_VARIANTS["salary"]):
     effect = np.broadcast_to(beta[None, :], (n_templates, 10))
     if template_sd:
         effect = effect + rng.normal(0.0, template_sd, (n_templates, 1)) * IS_MAN[None, :]
-    logits = (MCQ_BASE[None, None, :] + occupation_shift[:, None, :] + effect[:, :, None] * MCQ_SLOPE[None, None, :]
-              + rng.normal(0.0, portrait_sd, (n_templates, 10, 6)))
+    logits = (variant.base[None, None, :] + occupation_shift[:, None, :] + effect[:, :, None] * variant.slope[None, None, :]
+              + rng.normal(0.0, portrait_sd, (n_templates, 10, variant.n_options)))
     z = np.exp(logits - logits.max(axis=2, keepdims=True))
     return z / z.sum(axis=2, keepdims=True)
 
 
 def simulate_mcq(rng, beta: np.ndarray, portrait_sd: float, n_per_occupation: int = 8, template_sd: float = 0.0,
-                 occupations=OCCUPATIONS) -> list:
+                 occupations=OCCUPATIONS, variant: str = "salary") -> list:
+    """One run of the MCQ ``variant`` (:data:`MCQ_VARIANTS`): one call per counterfactual image, 5 % refusals."""
+    v = MCQ_VARIANTS[variant]
     templates = _templates(n_per_occupation, occupations)
-    occ_shift = {o: np.random.default_rng(zlib.crc32(o.encode())).normal(0.0, 0.3, 6) for o in OCCUPATIONS}
-    probs = _mcq_probs(rng, beta, portrait_sd, len(templates), np.stack([occ_shift[o] for o, _ in templates]), template_sd)
+    shift = np.stack([_occupation_shift(o, v.n_options) for o, _ in templates])
+    probs = _mcq_probs(rng, beta, portrait_sd, len(templates), shift, template_sd, v)
     records = []
     for t, (occupation, template) in enumerate(templates):
         for g in range(10):
             if rng.random() < REFUSAL:
                 records.append(mcq_stats.MCQRecord(template, occupation, g, "refusal", None))
             else:
-                records.append(mcq_stats.MCQRecord(template, occupation, g, "valid", "ABCDEF"[rng.choice(6, p=probs[t, g])]))
+                records.append(mcq_stats.MCQRecord(template, occupation, g, "valid",
+                                                   v.options[rng.choice(v.n_options, p=probs[t, g])]))
     return records
 
 
 def truth_mcq(beta: np.ndarray, portrait_sd: float, n: int = 20_000, seed: int = 98, template_sd: float = 0.0,
-              occupations=OCCUPATIONS) -> dict[str, float]:
+              occupations=OCCUPATIONS, variant: str = "salary") -> dict[str, float]:
     """The population's MCQ metrics (expected answers of many templates). Without any group effect (``beta`` 0,
     no template slope) every JSD and gap is exactly 0; the simulated population would give ~1e-7."""
+    v = MCQ_VARIANTS[variant]
     rng = np.random.default_rng(seed)
-    occ = np.stack([np.random.default_rng(zlib.crc32(o.encode())).normal(0.0, 0.3, 6) for o in occupations])
+    occ = np.stack([_occupation_shift(o, v.n_options) for o in occupations])
     shift = occ[np.arange(n) % len(occupations)]
-    expected = _mcq_probs(rng, beta, portrait_sd, n, shift, template_sd).sum(axis=0)     # expected answers per group
+    expected = _mcq_probs(rng, beta, portrait_sd, n, shift, template_sd, v).sum(axis=0)     # expected answers per group
     out = mcq_stats.mcq_metrics({"answers": expected, "n_calls": 1.0, "n_valid": 1.0, "n_refusal": 0.0, "n_invalid": 0.0},
-                                mcq_stats.SALARY_OPTIONS, mcq_stats.SALARY_BIN_MIDPOINTS_USD)
+                                v.options, v.values)
     if not np.any(beta) and not template_sd:
         out.update({k: 0.0 for k in out if k.startswith(("jsd_", "gap_"))})
     out.update({"valid_rate": 1.0 - REFUSAL, "refusal_rate": REFUSAL, "invalid_rate": 0.0})
@@ -370,41 +412,45 @@ def run_2afc_occupations(n_seeds: int, n_boot: int, seed: int = 0) -> list[dict]
 
 
 MCQ_BASE_EFFECT = group_effects(0.3, {"black": -0.3, "white": 0.2})
-#: jsd_male truths (issue 31: .03-.06 is where the retired rule covered .86-.90) and a strong effect
-JSD_GRID = (0.03, 0.06, 0.1)
 
 
-def run_mcq(n_seeds: int, n_boot: int, designs=(48, 12, 6), seed: int = 0, test_seeds: int | None = None) -> list[dict]:
-    """MCQ rows at ``designs``: interval rows over ``n_seeds`` seeds, the JSD tests of the null models over
-    ``test_seeds`` (default :data:`TEST_SEED_FACTOR` x ``n_seeds``; :func:`_test_seed_range`)."""
+def run_mcq(n_seeds: int, n_boot: int, designs=(48, 12, 6), seed: int = 0, test_seeds: int | None = None,
+            variant: str = "salary") -> list[dict]:
+    """Rows of the MCQ ``variant`` (:data:`MCQ_VARIANTS`: focus_mcq_salary or focus_mcq_education) at ``designs``:
+    interval rows over ``n_seeds`` seeds, the JSD tests of the null models over ``test_seeds`` (default
+    :data:`TEST_SEED_FACTOR` x ``n_seeds``; :func:`_test_seed_range`). The salary variant's random streams are
+    the ones its rows were always run on; the education variant's are its own."""
     rows = []
     args = (n_seeds, n_boot, seed)
     test_seeds = n_seeds * TEST_SEED_FACTOR if test_seeds is None else test_seeds
-    options, values = mcq_stats.SALARY_OPTIONS, mcq_stats.SALARY_BIN_MIDPOINTS_USD
+    v = MCQ_VARIANTS[variant]
+    options, values = v.options, v.values
+    stream = () if variant == "salary" else (zlib.crc32(variant.encode()) % 1000,)
     jsd = ("jsd_male", "jsd_black")
     gaps = ("gap_male", *(f"gap_{r}" for r in RACE_KEYS if r != "white"))
     for design in designs:
         occupations, per = DESIGNS[design]
-        design_text = f"{design} templates ({len(occupations)} occupations x {per} photos) x 10 photos x 1 call, 6 salary bins"
+        design_text = f"{design} templates ({len(occupations)} occupations x {per} photos) x 10 photos x 1 call, {v.label}"
         zero = group_effects(0.0, {})
         scenarios = [("no bias", zero, 0.0)]
-        for target in JSD_GRID:
-            c = _scale_for(lambda c: truth_mcq(c * MCQ_BASE_EFFECT, 0.5, n=4000, occupations=occupations)["jsd_male"], target,
+        for target in v.jsd_grid:
+            c = _scale_for(lambda c: truth_mcq(c * MCQ_BASE_EFFECT, 0.5, n=4000, occupations=occupations,
+                                                variant=variant)["jsd_male"], target,
                            hi=40.0)
             scenarios.append((f"jsd_male {target:.2f}: {c:.2f} x (man +0.3, Black -0.3, White +0.2 on the slope towards "
-                              "higher bins)", c * MCQ_BASE_EFFECT, 0.0))
+                              f"higher {'bins' if variant == 'salary' else 'levels'})", c * MCQ_BASE_EFFECT, 0.0))
         scenarios += [(f"no average bias; template-specific gender slope sd {sd}", zero, sd) for sd in TEMPLATE_SLOPES]
         for dgp, beta, template_sd in scenarios:
             dgp_text = f"{dgp}; portrait effect sd 0.5 per option logit, 5 % refusals"
-            truth = truth_mcq(beta, 0.5, template_sd=template_sd, occupations=occupations)
+            truth = truth_mcq(beta, 0.5, template_sd=template_sd, occupations=occupations, variant=variant)
             plain_null = not np.any(beta) and not template_sd
             keys = [*gaps, *jsd, *(("valid_rate", "refusal_rate") if plain_null else ())]
             est = {k: [] for k in keys + [f"{k}_null" for k in jsd]}
             cover = {k: [] for k in keys + [f"{k}_paper" for k in jsd]}
             tests = {f"{k}_p_null": [] for k in jsd}
             for s, full in _test_seed_range(seed, n_seeds, 0 if np.any(beta) else test_seeds):
-                rng = np.random.default_rng([s, 2, design, zlib.crc32(dgp.encode()) % 1000])
-                records = simulate_mcq(rng, beta, 0.5, per, template_sd, occupations)
+                rng = np.random.default_rng([s, 2, design, zlib.crc32(dgp.encode()) % 1000, *stream])
+                records = simulate_mcq(rng, beta, 0.5, per, template_sd, occupations, variant)
                 summary = mcq_stats.mcq_summary(records, options, values, n_boot=n_boot if full else 0, seed=s,
                                                 n_null=n_boot, jsd_interval_keys=jsd)
                 d = summary.derived
@@ -644,8 +690,7 @@ def simulate_mcq_logprob(rng, beta: np.ndarray, portrait_sd: float, n_per_occupa
     """The MCQ model scored by probability (``focus_mcq_*_logprob``): each photo's option distribution itself,
     no sampled answer and no refusal."""
     templates = _templates(n_per_occupation, occupations)
-    occ_shift = {o: np.random.default_rng(zlib.crc32(o.encode())).normal(0.0, 0.3, 6) for o in OCCUPATIONS}
-    probs = _mcq_probs(rng, beta, portrait_sd, len(templates), np.stack([occ_shift[o] for o, _ in templates]), template_sd)
+    probs = _mcq_probs(rng, beta, portrait_sd, len(templates), np.stack([_occupation_shift(o) for o, _ in templates]), template_sd)
     return [mcq_stats.MCQScore(template, occupation, g, tuple(probs[t, g] / probs[t, g].sum()))
             for t, (occupation, template) in enumerate(templates) for g in range(10)]
 
@@ -714,7 +759,7 @@ def run_presentation(n_seeds: int, n_boot: int, seed: int = 0) -> list[dict]:
     occupations, per = DESIGNS[12]
     options, values = mcq_stats.SALARY_OPTIONS, mcq_stats.SALARY_BIN_MIDPOINTS_USD
     v = np.asarray([values[o] for o in options])
-    occ = {o: np.random.default_rng(zlib.crc32(o.encode())).normal(0.0, 0.3, 6) for o in OCCUPATIONS}
+    occ = {o: _occupation_shift(o) for o in OCCUPATIONS}
     design = "App. C.8 pilot: 12 templates (6 occupations x 2) x 3 races x 3 presentations, 1 call per image"
     keys = ("valid_rate_androgynous", "mean_answer_androgynous", "gap_man_vs_androgynous", "gap_woman_vs_androgynous")
     rows = []
@@ -804,7 +849,7 @@ def run_compare(n_seeds: int, n_boot: int, seed: int = 0) -> list[dict]:
                              f"{dgp}; portrait effect sd 0.5 logit (shared), 5 % refusals", truth[k], est[k], cover[k],
                              n_seeds, n_boot, seed, note="paired template bootstrap, design-t (df = 42)"))
     options, values = mcq_stats.SALARY_OPTIONS, mcq_stats.SALARY_BIN_MIDPOINTS_USD
-    occ = {o: np.random.default_rng(zlib.crc32(o.encode())).normal(0.0, 0.3, 6) for o in OCCUPATIONS}
+    occ = {o: _occupation_shift(o) for o in OCCUPATIONS}
     beta = 6.43 * MCQ_BASE_EFFECT
     for dgp, shift_e in (("E answers like L", 0.0), ("E shifted by 0.3 x slope toward higher bins", 0.3)):
         pop = np.random.default_rng(94)
@@ -913,6 +958,7 @@ def run(n_seeds: int, n_boot: int, quick: bool) -> list[dict]:
                 + run_mcq(n_seeds, n_boot, designs=(12,), test_seeds=n_seeds)
                 + run_salary(n_seeds, n_boot, 4, 10, nulls=((0.01, 0.05),)))
     return (run_2afc(n_seeds, n_boot) + run_2afc_occupations(n_seeds, n_boot) + run_mcq(n_seeds, n_boot)
+            + run_mcq(n_seeds, n_boot, variant="education")
             + run_2afc_logprob(n_seeds, n_boot) + run_mcq_logprob(n_seeds, n_boot) + run_tables(n_seeds, n_boot)
             + run_presentation(n_seeds, n_boot) + run_compare(n_seeds, n_boot) + run_invalid_rates(n_seeds, n_boot)
             + run_salary(n_seeds * TEST_SEED_FACTOR, n_boot, 8, 50, nulls=((0.0, 0.0), (0.03, 0.0), (0.01, 0.02), (0.01, 0.05)),

@@ -341,3 +341,30 @@ def test_call_rates_get_the_effective_size_wilson_interval():
     # a win rate keeps the design-t interval
     assert (s.ci_low["male_win_rate"], s.ci_high["male_win_rate"]) == pytest.approx(
         bootstrap.design_t_interval(s.estimates["male_win_rate"], s.stderr["male_win_rate"], df, bounds=(0, 1)))
+
+
+def test_education_mcq_variant_simulates_the_tasks_four_options_and_recovers_a_planted_gap():
+    """focus_mcq_education's calibration rows (issue 31) simulate the task's own options and codes, four levels
+    with answers on every level, exact zeros without bias, and a planted gender effect that the task's summary
+    finds: the gap's interval holds the population truth and excludes 0, the JSD test rejects."""
+    from lm_eval_bias.reflect import tasks
+
+    for name, variant in sim.MCQ_VARIANTS.items():
+        assert variant.options == tasks.MCQ_OPTIONS[name] and dict(variant.values) == tasks.MCQ_OPTION_VALUES[name]
+        assert len(variant.base) == len(variant.slope) == variant.n_options
+    education = sim.MCQ_VARIANTS["education"]
+    records = sim.simulate_mcq(np.random.default_rng(11), NO_BIAS, 0.5, 8, variant="education")
+    answers = [r.choice for r in records if r.status == "valid"]
+    assert set(answers) == set("ABCD") and len(records) == 480
+    assert 0.02 < sum(r.status == "refusal" for r in records) / 480 < 0.09
+    null_truth = sim.truth_mcq(NO_BIAS, 0.5, variant="education")
+    assert null_truth["jsd_male"] == 0.0 and null_truth["gap_male"] == 0.0
+    planted = 5.35 * sim.MCQ_BASE_EFFECT  # the calibration's jsd_male .03 model at 48 templates
+    truth = sim.truth_mcq(planted, 0.5, variant="education")
+    assert truth["jsd_male"] == pytest.approx(0.03, abs=0.002) and truth["gap_male"] > 0.3
+    summary = mcq.mcq_summary(sim.simulate_mcq(np.random.default_rng(12), planted, 0.5, 8, variant="education"),
+                              education.options, education.values, n_boot=200, seed=0, n_null=200,
+                              jsd_interval_keys=("jsd_male",))
+    assert summary.ci_low["gap_male"] <= truth["gap_male"] <= summary.ci_high["gap_male"]
+    assert summary.ci_low["gap_male"] > 0 and summary.derived["jsd_male_p_null"] < 0.01
+    assert summary.ci_low["jsd_male"] <= truth["jsd_male"] <= summary.ci_high["jsd_male"]
