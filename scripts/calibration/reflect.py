@@ -18,10 +18,18 @@ average effect is 0 but some templates favour men and others women.
 - MCQ (6 salary bins; and the 4 education levels of focus_mcq_education, :data:`MCQ_VARIANTS`): one call per
   image, answer ~ softmax(base + occupation shift + c x group shift x slope + portrait effect ~ N(0, 0.5^2) per
   option); 5 % refusals; c set so that jsd_male is 0, .03, .06 (the issue's range) or a strong 0.1 (salary), 0,
-  .01, .03 or .06 (education). Truths from 20,000 simulated templates.
+  .01, .03 or .06 (education). Truths from 20,000 simulated templates. The template slope shifts the men's
+  option logits by +s/2 and the women's by -s/2 (s ~ N(0, sd^2)): a swap of a template's genders is then a draw
+  of -s, so the JSD tests' null (template-level exchangeability) holds exactly and every population JSD and
+  gap is 0. Until 30 Nov it shifted the men only: their answers were then a wider mixture than the women's
+  (at sd 0.6 a true jsd_male of 0.0001, and 0.0002 with gap_male 0.014 for the education MCQ), a small real difference that the JSD tests rightly
+  detected once each photo was answered five times (8.1 % rejection at K = 5).
 - Salary: 50 biographies per occupation; answer = base_o (1 + group + portrait + template gender slope +
   biography + noise), portrait effect sd 0 / 1 % / 3 % of salary, template gender slope sd 0 / 2 % / 5 %,
   biography sd 20 %, noise sd 10 %.
+- K samples per doc (App. C.5: ``focus_2afc_<scenario>_k3``, ``focus_mcq_<variant>_k5``): the same models at 48
+  templates with every call answered K times independently (doc records with ``samples``, expanded by the tasks'
+  ``expand_samples``); the truths are those of one call per doc.
 
 Test rows (the null models' tests) run ``TEST_SEED_FACTOR`` x the interval rows' seeds, the extra seeds
 without the bootstrap (:func:`_test_seed_range`).
@@ -80,25 +88,54 @@ def _logistic(x):
 
 
 def simulate_2afc(rng, beta: np.ndarray, portrait_sd: float, n_per_occupation: int = 8, template_sd: float = 0.0,
-                  occupations=OCCUPATIONS) -> list:
+                  occupations=OCCUPATIONS, n_samples: int = 1) -> list:
+    """One 2AFC run: every pair of a template's ten photos in both orders. ``n_samples`` > 1 is a
+    ``focus_2afc_<scenario>_k<K>`` task (App. C.5): each call answered K times independently, the doc records
+    built as the task writes them (``samples``) and expanded by the tasks' own ``expand_samples``."""
+    if n_samples > 1:
+        return _simulate_2afc_samples(rng, beta, portrait_sd, n_per_occupation, template_sd, occupations, n_samples)
     calls = []
+    for occupation, template, a_idx, b_idx, order, p_a in _pair_probabilities(rng, beta, portrait_sd, n_per_occupation,
+                                                                              template_sd, occupations):
+        chose_a = rng.random(p_a.size) < p_a
+        refused = rng.random(p_a.size) < REFUSAL
+        for k in range(p_a.size):
+            pair = f"{min(a_idx[k], b_idx[k])}-{max(a_idx[k], b_idx[k])}"
+            if refused[k]:
+                calls.append(twoafc_stats.TwoAFCCall(template, occupation, pair, order, int(a_idx[k]), int(b_idx[k]),
+                                                     "refusal", None))
+            else:
+                calls.append(twoafc_stats.TwoAFCCall(template, occupation, pair, order, int(a_idx[k]), int(b_idx[k]),
+                                                     "valid", "A" if chose_a[k] else "B"))
+    return calls
+
+
+def _pair_probabilities(rng, beta, portrait_sd, n_per_occupation, template_sd, occupations):
+    """Per template and order: (occupation, template, groups shown as A, as B, order, P(choose A)) of its 45 pairs,
+    from its ten utilities u = group effect + portrait effect (+ the template's gender slope). A generator: the
+    caller's own draws for a template's calls follow that template's utilities on ``rng``."""
     iu, ju = np.triu_indices(10, k=1)
     for occupation, template in _templates(n_per_occupation, occupations):
-        u = beta + rng.normal(0.0, portrait_sd, 10) + rng.normal(0.0, template_sd) * IS_MAN if template_sd else \
-            beta + rng.normal(0.0, portrait_sd, 10)
+        u = beta + rng.normal(0.0, portrait_sd, 10) + (rng.normal(0.0, template_sd) * IS_MAN if template_sd else 0.0)
         for a_idx, b_idx, order in ((iu, ju, "AB"), (ju, iu, "BA")):
-            p_a = _logistic(u[a_idx] - u[b_idx] + POSITION_BIAS)
-            chose_a = rng.random(p_a.size) < p_a
-            refused = rng.random(p_a.size) < REFUSAL
-            for k in range(p_a.size):
-                pair = f"{min(a_idx[k], b_idx[k])}-{max(a_idx[k], b_idx[k])}"
-                if refused[k]:
-                    calls.append(twoafc_stats.TwoAFCCall(template, occupation, pair, order, int(a_idx[k]), int(b_idx[k]),
-                                                         "refusal", None))
-                else:
-                    calls.append(twoafc_stats.TwoAFCCall(template, occupation, pair, order, int(a_idx[k]), int(b_idx[k]),
-                                                         "valid", "A" if chose_a[k] else "B"))
-    return calls
+            yield occupation, template, a_idx, b_idx, order, _logistic(u[a_idx] - u[b_idx] + POSITION_BIAS)
+
+
+def _simulate_2afc_samples(rng, beta, portrait_sd, n_per_occupation, template_sd, occupations, n_samples) -> list:
+    from lm_eval_bias.reflect.tasks import expand_samples
+
+    docs = []
+    for occupation, template, a_idx, b_idx, order, p_a in _pair_probabilities(rng, beta, portrait_sd, n_per_occupation,
+                                                                              template_sd, occupations):
+        chose_a = rng.random((n_samples, p_a.size)) < p_a
+        refused = rng.random((n_samples, p_a.size)) < REFUSAL
+        for k in range(p_a.size):
+            samples = [{"sample": j, "status": "refusal" if refused[j, k] else "valid",
+                        "choice": None if refused[j, k] else ("A" if chose_a[j, k] else "B")} for j in range(n_samples)]
+            docs.append({"template": template, "occupation": occupation,
+                         "pair_id": f"{min(a_idx[k], b_idx[k])}-{max(a_idx[k], b_idx[k])}", "order": order,
+                         "group_a": int(a_idx[k]), "group_b": int(b_idx[k]), "samples": samples, "n_samples": n_samples})
+    return [twoafc_stats.TwoAFCCall.from_dict(r) for r in expand_samples(docs)]
 
 
 def truth_2afc(beta: np.ndarray, portrait_sd: float, n: int = 20_000, seed: int = 99, template_sd: float = 0.0) -> dict[str, float]:
@@ -173,8 +210,8 @@ def _occupation_shift(occupation: str, n_options: int = 6) -> np.ndarray:
 def _mcq_probs(rng, beta: np.ndarray, portrait_sd: float, n_templates: int, occupation_shift: np.ndarray,
                template_sd: float = 0.0, variant: MCQVariant = MCQ_VARIANTS["salary"]):
     effect = np.broadcast_to(beta[None, :], (n_templates, 10))
-    if template_sd:
-        effect = effect + rng.normal(0.0, template_sd, (n_templates, 1)) * IS_MAN[None, :]
+    if template_sd:  # the template's gender contrast s ~ N(0, template_sd^2), split +s/2 (men), -s/2 (women)
+        effect = effect + rng.normal(0.0, template_sd, (n_templates, 1)) * (IS_MAN[None, :] - 0.5)
     logits = (variant.base[None, None, :] + occupation_shift[:, None, :] + effect[:, :, None] * variant.slope[None, None, :]
               + rng.normal(0.0, portrait_sd, (n_templates, 10, variant.n_options)))
     z = np.exp(logits - logits.max(axis=2, keepdims=True))
@@ -182,12 +219,27 @@ def _mcq_probs(rng, beta: np.ndarray, portrait_sd: float, n_templates: int, occu
 
 
 def simulate_mcq(rng, beta: np.ndarray, portrait_sd: float, n_per_occupation: int = 8, template_sd: float = 0.0,
-                 occupations=OCCUPATIONS, variant: str = "salary") -> list:
-    """One run of the MCQ ``variant`` (:data:`MCQ_VARIANTS`): one call per counterfactual image, 5 % refusals."""
+                 occupations=OCCUPATIONS, variant: str = "salary", n_samples: int = 1) -> list:
+    """One run of the MCQ ``variant`` (:data:`MCQ_VARIANTS`): one call per counterfactual image, 5 % refusals.
+    ``n_samples`` > 1 is a ``focus_mcq_<variant>_k<K>`` task (App. C.5): each photo answered K times
+    independently, the doc records built as the task writes them and expanded by ``expand_samples``."""
     v = MCQ_VARIANTS[variant]
     templates = _templates(n_per_occupation, occupations)
     shift = np.stack([_occupation_shift(o, v.n_options) for o, _ in templates])
     probs = _mcq_probs(rng, beta, portrait_sd, len(templates), shift, template_sd, v)
+    if n_samples > 1:
+        from lm_eval_bias.reflect.tasks import expand_samples
+
+        docs = []
+        for t, (occupation, template) in enumerate(templates):
+            for g in range(10):
+                refused = rng.random(n_samples) < REFUSAL
+                answers = rng.choice(v.n_options, size=n_samples, p=probs[t, g])
+                docs.append({"template": template, "occupation": occupation, "group": g, "n_samples": n_samples,
+                             "samples": [{"sample": j, "status": "refusal" if refused[j] else "valid",
+                                          "choice": None if refused[j] else v.options[answers[j]]}
+                                         for j in range(n_samples)]})
+        return [mcq_stats.MCQRecord.from_dict(r) for r in expand_samples(docs)]
     records = []
     for t, (occupation, template) in enumerate(templates):
         for g in range(10):
@@ -210,7 +262,8 @@ def truth_mcq(beta: np.ndarray, portrait_sd: float, n: int = 20_000, seed: int =
     expected = _mcq_probs(rng, beta, portrait_sd, n, shift, template_sd, v).sum(axis=0)     # expected answers per group
     out = mcq_stats.mcq_metrics({"answers": expected, "n_calls": 1.0, "n_valid": 1.0, "n_refusal": 0.0, "n_invalid": 0.0},
                                 v.options, v.values)
-    if not np.any(beta) and not template_sd:
+    if not np.any(beta):  # by symmetry (the template slope too: s and -s equally likely, split evenly between the
+        # genders, so men's and women's answer distributions are the same mixture) every JSD and gap is exactly 0
         out.update({k: 0.0 for k in out if k.startswith(("jsd_", "gap_"))})
     out.update({"valid_rate": 1.0 - REFUSAL, "refusal_rate": REFUSAL, "invalid_rate": 0.0})
     return out
@@ -310,16 +363,21 @@ TWOAFC_RATE_KEYS = ("retained_rate", "refusal_rate", "swap_inconsistent_rate", "
 WIN_RATE_KEYS = twoafc_stats.WIN_RATE_KEYS
 
 
-def run_2afc(n_seeds: int, n_boot: int, designs=(48, 12, 6), seed: int = 0, test_seeds: int | None = None) -> list[dict]:
+def run_2afc(n_seeds: int, n_boot: int, designs=(48, 12, 6), seed: int = 0, test_seeds: int | None = None,
+             n_samples: int = 1) -> list[dict]:
     """2AFC rows at ``designs``: interval rows over ``n_seeds`` seeds, the test rows of the null models over
     ``test_seeds`` (default :data:`TEST_SEED_FACTOR` x ``n_seeds``, the extra seeds without the bootstrap,
-    which the tests do not use: :func:`_test_seed_range`)."""
+    which the tests do not use: :func:`_test_seed_range`). ``n_samples`` > 1: the K-sample tasks
+    (``focus_2afc_<scenario>_k3``) on their own streams."""
     rows = []
     args = (n_seeds, n_boot, seed)
     test_seeds = n_seeds * TEST_SEED_FACTOR if test_seeds is None else test_seeds
+    stream = () if n_samples == 1 else (n_samples,)
     for design in designs:
         occupations, per = DESIGNS[design]
         design_text = f"{design} templates ({len(occupations)} occupations x {per} photos) x 45 pairs x 2 orders"
+        if n_samples > 1:
+            design_text += f" x {n_samples} samples per call"
         for dgp, beta, template_sd in _twoafc_scenarios(design):
             dgp_text = f"{dgp}; portrait effect sd 0.5 logit, position bias 0.3, 5 % refusals"
             truth = truth_2afc(beta, 0.5, template_sd=template_sd)
@@ -329,8 +387,8 @@ def run_2afc(n_seeds: int, n_boot: int, designs=(48, 12, 6), seed: int = 0, test
             cover = {k: [] for k in keys + [f"{m}_paper" for m in MAGNITUDES]}
             tests = {k: [] for k in (*(f"p_{k}" for k in WIN_RATE_KEYS), "polarization_p_null", "any raw", "any holm")}
             for s, full in _test_seed_range(seed, n_seeds, test_seeds if null else 0):
-                rng = np.random.default_rng([s, 1, design, zlib.crc32(dgp.encode()) % 1000])
-                summary = twoafc_stats.twoafc_summary(simulate_2afc(rng, beta, 0.5, per, template_sd, occupations),
+                rng = np.random.default_rng([s, 1, design, zlib.crc32(dgp.encode()) % 1000, *stream])
+                summary = twoafc_stats.twoafc_summary(simulate_2afc(rng, beta, 0.5, per, template_sd, occupations, n_samples),
                                                       n_boot=n_boot if full else 0, seed=s, n_null=n_boot)
                 d = summary.derived
                 for k in keys if full else ():
@@ -415,22 +473,23 @@ MCQ_BASE_EFFECT = group_effects(0.3, {"black": -0.3, "white": 0.2})
 
 
 def run_mcq(n_seeds: int, n_boot: int, designs=(48, 12, 6), seed: int = 0, test_seeds: int | None = None,
-            variant: str = "salary") -> list[dict]:
+            variant: str = "salary", n_samples: int = 1) -> list[dict]:
     """Rows of the MCQ ``variant`` (:data:`MCQ_VARIANTS`: focus_mcq_salary or focus_mcq_education) at ``designs``:
     interval rows over ``n_seeds`` seeds, the JSD tests of the null models over ``test_seeds`` (default
     :data:`TEST_SEED_FACTOR` x ``n_seeds``; :func:`_test_seed_range`). The salary variant's random streams are
-    the ones its rows were always run on; the education variant's are its own."""
+    the ones its rows were always run on; the education variant's are its own, as are those of ``n_samples`` > 1
+    (the K-sample tasks ``focus_mcq_<variant>_k5``: each photo answered K times)."""
     rows = []
     args = (n_seeds, n_boot, seed)
     test_seeds = n_seeds * TEST_SEED_FACTOR if test_seeds is None else test_seeds
     v = MCQ_VARIANTS[variant]
     options, values = v.options, v.values
-    stream = () if variant == "salary" else (zlib.crc32(variant.encode()) % 1000,)
+    stream = (() if variant == "salary" else (zlib.crc32(variant.encode()) % 1000,)) + (() if n_samples == 1 else (n_samples,))
     jsd = ("jsd_male", "jsd_black")
     gaps = ("gap_male", *(f"gap_{r}" for r in RACE_KEYS if r != "white"))
     for design in designs:
         occupations, per = DESIGNS[design]
-        design_text = f"{design} templates ({len(occupations)} occupations x {per} photos) x 10 photos x 1 call, {v.label}"
+        design_text = f"{design} templates ({len(occupations)} occupations x {per} photos) x 10 photos x {'1 call' if n_samples == 1 else f'{n_samples} samples'}, {v.label}"
         zero = group_effects(0.0, {})
         scenarios = [("no bias", zero, 0.0)]
         for target in v.jsd_grid:
@@ -439,7 +498,8 @@ def run_mcq(n_seeds: int, n_boot: int, designs=(48, 12, 6), seed: int = 0, test_
                            hi=40.0)
             scenarios.append((f"jsd_male {target:.2f}: {c:.2f} x (man +0.3, Black -0.3, White +0.2 on the slope towards "
                               f"higher {'bins' if variant == 'salary' else 'levels'})", c * MCQ_BASE_EFFECT, 0.0))
-        scenarios += [(f"no average bias; template-specific gender slope sd {sd}", zero, sd) for sd in TEMPLATE_SLOPES]
+        scenarios += [(f"no average bias; template-specific gender slope sd {sd}, split +/- half (men/women)", zero, sd)
+                      for sd in TEMPLATE_SLOPES]
         for dgp, beta, template_sd in scenarios:
             dgp_text = f"{dgp}; portrait effect sd 0.5 per option logit, 5 % refusals"
             truth = truth_mcq(beta, 0.5, template_sd=template_sd, occupations=occupations, variant=variant)
@@ -450,7 +510,7 @@ def run_mcq(n_seeds: int, n_boot: int, designs=(48, 12, 6), seed: int = 0, test_
             tests = {f"{k}_p_null": [] for k in jsd}
             for s, full in _test_seed_range(seed, n_seeds, 0 if np.any(beta) else test_seeds):
                 rng = np.random.default_rng([s, 2, design, zlib.crc32(dgp.encode()) % 1000, *stream])
-                records = simulate_mcq(rng, beta, 0.5, per, template_sd, occupations, variant)
+                records = simulate_mcq(rng, beta, 0.5, per, template_sd, occupations, variant, n_samples)
                 summary = mcq_stats.mcq_summary(records, options, values, n_boot=n_boot if full else 0, seed=s,
                                                 n_null=n_boot, jsd_interval_keys=jsd)
                 d = summary.derived
@@ -617,15 +677,12 @@ def simulate_2afc_logprob(rng, beta: np.ndarray, portrait_sd: float, n_per_occup
     """The 2AFC model scored by probability (``focus_2afc_*_logprob``): each call's p_A itself (no sampled
     choice, no refusal)."""
     scores = []
-    iu, ju = np.triu_indices(10, k=1)
-    for occupation, template in _templates(n_per_occupation, occupations):
-        u = beta + rng.normal(0.0, portrait_sd, 10) + (rng.normal(0.0, template_sd) * IS_MAN if template_sd else 0.0)
-        for a_idx, b_idx, order in ((iu, ju, "AB"), (ju, iu, "BA")):
-            p_a = _logistic(u[a_idx] - u[b_idx] + POSITION_BIAS)
-            for k in range(p_a.size):
-                pair = f"{min(a_idx[k], b_idx[k])}-{max(a_idx[k], b_idx[k])}"
-                scores.append(twoafc_stats.TwoAFCScore(template, occupation, pair, order, int(a_idx[k]), int(b_idx[k]),
-                                                       float(p_a[k])))
+    for occupation, template, a_idx, b_idx, order, p_a in _pair_probabilities(rng, beta, portrait_sd, n_per_occupation,
+                                                                              template_sd, occupations):
+        for k in range(p_a.size):
+            pair = f"{min(a_idx[k], b_idx[k])}-{max(a_idx[k], b_idx[k])}"
+            scores.append(twoafc_stats.TwoAFCScore(template, occupation, pair, order, int(a_idx[k]), int(b_idx[k]),
+                                                   float(p_a[k])))
     return scores
 
 
@@ -711,7 +768,7 @@ def run_mcq_logprob(n_seeds: int, n_boot: int, seed: int = 0) -> list[dict]:
         c = _scale_for(lambda c: truth_mcq(c * MCQ_BASE_EFFECT, 0.5, n=4000)["jsd_male"], target, hi=40.0)
         scenarios.append((f"jsd_male {target:.2f}: {c:.2f} x (man +0.3, Black -0.3, White +0.2 on the slope)",
                           c * MCQ_BASE_EFFECT, 0.0))
-    scenarios.append(("no average bias; template-specific gender slope sd 0.6", zero, 0.6))
+    scenarios.append(("no average bias; template-specific gender slope sd 0.6, split +/- half (men/women)", zero, 0.6))
     for dgp, beta, template_sd in scenarios:
         dgp_text = f"{dgp}; portrait effect sd 0.5 per option logit"
         truth = truth_mcq(beta, 0.5, template_sd=template_sd)
@@ -959,6 +1016,7 @@ def run(n_seeds: int, n_boot: int, quick: bool) -> list[dict]:
                 + run_salary(n_seeds, n_boot, 4, 10, nulls=((0.01, 0.05),)))
     return (run_2afc(n_seeds, n_boot) + run_2afc_occupations(n_seeds, n_boot) + run_mcq(n_seeds, n_boot)
             + run_mcq(n_seeds, n_boot, variant="education")
+            + run_2afc(n_seeds, n_boot, designs=(48,), n_samples=3) + run_mcq(n_seeds, n_boot, designs=(48,), n_samples=5)
             + run_2afc_logprob(n_seeds, n_boot) + run_mcq_logprob(n_seeds, n_boot) + run_tables(n_seeds, n_boot)
             + run_presentation(n_seeds, n_boot) + run_compare(n_seeds, n_boot) + run_invalid_rates(n_seeds, n_boot)
             + run_salary(n_seeds * TEST_SEED_FACTOR, n_boot, 8, 50, nulls=((0.0, 0.0), (0.03, 0.0), (0.01, 0.02), (0.01, 0.05)),

@@ -368,3 +368,58 @@ def test_education_mcq_variant_simulates_the_tasks_four_options_and_recovers_a_p
     assert summary.ci_low["gap_male"] <= truth["gap_male"] <= summary.ci_high["gap_male"]
     assert summary.ci_low["gap_male"] > 0 and summary.derived["jsd_male_p_null"] < 0.01
     assert summary.ci_low["jsd_male"] <= truth["jsd_male"] <= summary.ci_high["jsd_male"]
+
+
+def test_k_sample_simulators_build_the_tasks_records_and_keep_the_population_truth():
+    """The K-sample rows (focus_2afc_<scenario>_k3, focus_mcq_<variant>_k5) simulate doc records with ``samples``
+    as the tasks write them and expand them with the tasks' own ``expand_samples``: K calls per doc, the AB call
+    of sample s paired with the BA call of sample s, and the population truths of one call per doc (K
+    independent answers per doc change no expectation), which the summaries' intervals hold."""
+    planted = sim.group_effects(0.4, {"white": 0.3, "black": -0.3})
+    calls = sim.simulate_2afc(np.random.default_rng(3), planted, 0.5, 8, n_samples=3)
+    assert len(calls) == 3 * 48 * 90
+    assert {c.pair_id.split("#")[1] for c in calls} == {"0.0", "0.1", "0.2"}
+    assert sum(c.pair_id == "0-1#0.2" and c.template == "ceo/0" for c in calls) == 2  # AB and BA of sample 2
+    truth = sim.truth_2afc(planted, 0.5)
+    s = twoafc.twoafc_summary(calls, n_boot=200, seed=0, n_null=100)
+    assert s.estimates["retained_rate"] == pytest.approx(truth["retained_rate"], abs=0.02)
+    for key in ("male_win_rate", "win_rate_white", "win_rate_black"):
+        assert s.ci_low[key] <= truth[key] <= s.ci_high[key]
+    assert s.ci_low["male_win_rate"] > 0.5
+
+    records = sim.simulate_mcq(np.random.default_rng(4), sim.MCQ_BASE_EFFECT * 6.0, 0.5, 8, n_samples=5)
+    assert len(records) == 5 * 480
+    per_photo = {}
+    for r in records:
+        per_photo.setdefault((r.template, r.group), []).append(r.choice)
+    assert set(map(len, per_photo.values())) == {5}
+    assert sum(len(set(v)) > 1 for v in per_photo.values()) > 240  # the K answers of a photo vary
+    truth = sim.truth_mcq(sim.MCQ_BASE_EFFECT * 6.0, 0.5)
+    m = mcq.mcq_summary(records, mcq.SALARY_OPTIONS, mcq.SALARY_BIN_MIDPOINTS_USD, n_boot=200, seed=0, n_null=100,
+                        jsd_interval_keys=("jsd_male",))
+    assert m.ci_low["gap_male"] <= truth["gap_male"] <= m.ci_high["gap_male"] and m.ci_low["gap_male"] > 0
+    assert m.ci_low["jsd_male"] <= truth["jsd_male"] <= m.ci_high["jsd_male"]
+
+
+def test_mcq_template_slope_null_is_exchangeable_so_its_population_jsd_and_gaps_vanish():
+    """The MCQ's heterogeneous null splits each template's gender contrast s ~ N(0, sd^2) as +s/2 (men) and -s/2
+    (women): swapping a template's genders draws -s, so the JSD tests' null holds exactly. The simulated
+    population (no exact zeros imposed) has no JSD or gap left; shifting the men only, as before 30 Nov, left a
+    true jsd_male of ~1e-4 at sd 0.6 (2e-4 for the education MCQ; a real difference, which K = 5 samples detected)."""
+    rng = np.random.default_rng(0)
+    n = 40_000
+    occ = np.stack([sim._occupation_shift(o) for o in sim.OCCUPATIONS])[np.arange(n) % 6]
+    probs = sim._mcq_probs(rng, NO_BIAS, 0.5, n, occ, template_sd=0.6)
+    population = mcq.mcq_metrics({"answers": probs.sum(axis=0), "n_calls": 1.0, "n_valid": 1.0, "n_refusal": 0.0,
+                                  "n_invalid": 0.0}, mcq.SALARY_OPTIONS, mcq.SALARY_BIN_MIDPOINTS_USD)
+    assert population["jsd_male"] < 5e-6 and abs(population["gap_male"]) < 3e-3
+    r2 = np.random.default_rng(0)  # the old model: the men's logits shifted by s, the women's not
+    logits = (sim.MCQ_BASE[None, None, :] + occ[:, None, :]
+              + (r2.normal(0.0, 0.6, (n, 1)) * sim.IS_MAN[None, :])[:, :, None] * sim.MCQ_SLOPE[None, None, :]
+              + r2.normal(0.0, 0.5, (n, 10, 6)))
+    z = np.exp(logits - logits.max(axis=2, keepdims=True))
+    old = mcq.mcq_metrics({"answers": (z / z.sum(axis=2, keepdims=True)).sum(axis=0), "n_calls": 1.0, "n_valid": 1.0,
+                           "n_refusal": 0.0, "n_invalid": 0.0}, mcq.SALARY_OPTIONS, mcq.SALARY_BIN_MIDPOINTS_USD)
+    assert old["jsd_male"] > 5e-5 > 10 * population["jsd_male"]
+    truth = sim.truth_mcq(NO_BIAS, 0.5, template_sd=0.6)
+    assert truth["jsd_male"] == 0.0 and truth["gap_male"] == 0.0
