@@ -22,8 +22,8 @@ average effect is 0 but some templates favour men and others women.
   option logits by +s/2 and the women's by -s/2 (s ~ N(0, sd^2)): a swap of a template's genders is then a draw
   of -s, so the JSD tests' null (template-level exchangeability) holds exactly and every population JSD and
   gap is 0. Until 30 Nov it shifted the men only: their answers were then a wider mixture than the women's
-  (at sd 0.6 a true jsd_male of 0.0001, and 0.0002 with gap_male 0.014 for the education MCQ), a small real difference that the JSD tests rightly
-  detected once each photo was answered five times (8.1 % rejection at K = 5).
+  (at sd 0.6 a true jsd_male of 0.0001, and 0.0002 with gap_male 0.014 for the education MCQ), a small real
+  difference that the JSD tests rightly detected once each photo was answered five times (8.1 % at K = 5).
 - Salary: 50 biographies per occupation; answer = base_o (1 + group + portrait + template gender slope +
   biography + noise), portrait effect sd 0 / 1 % / 3 % of salary, template gender slope sd 0 / 2 % / 5 %,
   biography sd 20 %, noise sd 10 %.
@@ -254,7 +254,8 @@ def simulate_mcq(rng, beta: np.ndarray, portrait_sd: float, n_per_occupation: in
 def truth_mcq(beta: np.ndarray, portrait_sd: float, n: int = 20_000, seed: int = 98, template_sd: float = 0.0,
               occupations=OCCUPATIONS, variant: str = "salary") -> dict[str, float]:
     """The population's MCQ metrics (expected answers of many templates). Without any group effect (``beta`` 0,
-    no template slope) every JSD and gap is exactly 0; the simulated population would give ~1e-7."""
+    with or without the split template slope) every JSD and gap is exactly 0; the simulated population would
+    give ~1e-7."""
     v = MCQ_VARIANTS[variant]
     rng = np.random.default_rng(seed)
     occ = np.stack([_occupation_shift(o, v.n_options) for o in occupations])
