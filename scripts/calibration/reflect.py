@@ -100,7 +100,7 @@ def simulate_2afc(rng, beta: np.ndarray, portrait_sd: float, n_per_occupation: i
         chose_a = rng.random(p_a.size) < p_a
         refused = rng.random(p_a.size) < REFUSAL
         for k in range(p_a.size):
-            pair = f"{min(a_idx[k], b_idx[k])}-{max(a_idx[k], b_idx[k])}"
+            pair = _pair_id(a_idx[k], b_idx[k])
             if refused[k]:
                 calls.append(twoafc_stats.TwoAFCCall(template, occupation, pair, order, int(a_idx[k]), int(b_idx[k]),
                                                      "refusal", None))
@@ -108,6 +108,11 @@ def simulate_2afc(rng, beta: np.ndarray, portrait_sd: float, n_per_occupation: i
                 calls.append(twoafc_stats.TwoAFCCall(template, occupation, pair, order, int(a_idx[k]), int(b_idx[k]),
                                                      "valid", "A" if chose_a[k] else "B"))
     return calls
+
+
+def _pair_id(a: int, b: int) -> str:
+    """The simulated pair's id, the same for both orders: "<smaller group>-<larger group>"."""
+    return f"{min(a, b)}-{max(a, b)}"
 
 
 def _pair_probabilities(rng, beta, portrait_sd, n_per_occupation, template_sd, occupations):
@@ -133,7 +138,7 @@ def _simulate_2afc_samples(rng, beta, portrait_sd, n_per_occupation, template_sd
             samples = [{"sample": j, "status": "refusal" if refused[j, k] else "valid",
                         "choice": None if refused[j, k] else ("A" if chose_a[j, k] else "B")} for j in range(n_samples)]
             docs.append({"template": template, "occupation": occupation,
-                         "pair_id": f"{min(a_idx[k], b_idx[k])}-{max(a_idx[k], b_idx[k])}", "order": order,
+                         "pair_id": _pair_id(a_idx[k], b_idx[k]), "order": order,
                          "group_a": int(a_idx[k]), "group_b": int(b_idx[k]), "samples": samples, "n_samples": n_samples})
     return [twoafc_stats.TwoAFCCall.from_dict(r) for r in expand_samples(docs)]
 
@@ -681,7 +686,7 @@ def simulate_2afc_logprob(rng, beta: np.ndarray, portrait_sd: float, n_per_occup
     for occupation, template, a_idx, b_idx, order, p_a in _pair_probabilities(rng, beta, portrait_sd, n_per_occupation,
                                                                               template_sd, occupations):
         for k in range(p_a.size):
-            pair = f"{min(a_idx[k], b_idx[k])}-{max(a_idx[k], b_idx[k])}"
+            pair = _pair_id(a_idx[k], b_idx[k])
             scores.append(twoafc_stats.TwoAFCScore(template, occupation, pair, order, int(a_idx[k]), int(b_idx[k]),
                                                    float(p_a[k])))
     return scores
@@ -894,7 +899,7 @@ def run_compare(n_seeds: int, n_boot: int, seed: int = 0) -> list[dict]:
                         p_a = _logistic(v[a_idx] - v[b_idx] + pos)
                         chose_a, refused = rng.random(p_a.size) < p_a, rng.random(p_a.size) < REFUSAL
                         for k in range(p_a.size):
-                            pair = f"{min(a_idx[k], b_idx[k])}-{max(a_idx[k], b_idx[k])}"
+                            pair = _pair_id(a_idx[k], b_idx[k])
                             calls.append(twoafc_stats.TwoAFCCall(template, occupation, pair, order, int(a_idx[k]),
                                                                  int(b_idx[k]), "refusal" if refused[k] else "valid",
                                                                  None if refused[k] else ("A" if chose_a[k] else "B")))
