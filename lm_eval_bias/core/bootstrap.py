@@ -403,28 +403,47 @@ def _quantile_accept(stat: float, draws: np.ndarray, level: float) -> np.ndarray
 
 #: Smallest factor by which :func:`mean_abs_deviation_interval` narrows the spread of its null draws at a Pol of
 #: 0 (the correction for the noise of the bootstrap's cross-cell correlations, :func:`boundary_spread_factor`).
-#: Over 400 simulated 2AFC runs at 48 templates (two null configurations) kappa ranged 0.68-0.80; the floor only
-#: guards against a first-order excess larger than the draws' variance (few df, few cells).
+#: Over 7,200 simulated 2AFC runs at 48 templates (one and three answers per call, three null configurations)
+#: kappa averaged 0.76-0.87; the floor only guards against a first-order excess larger than the draws' variance
+#: (few df, few cells).
 MIN_SPREAD_FACTOR = 0.5
 
 
+def _abs_gaussian_covariance(r: np.ndarray) -> np.ndarray:
+    """Cov(|X|, |Y|) of a standard bivariate normal pair with correlation ``r``:
+    (2/pi)(r arcsin r + sqrt(1 - r^2) - 1), 1 - 2/pi at r = 1 (the folded normal's variance)."""
+    r = np.clip(r, -1.0, 1.0)
+    return (2.0 / np.pi) * (r * np.arcsin(r) + np.sqrt(1.0 - r ** 2) - 1.0)
+
+
 def boundary_spread_factor(noise: np.ndarray, draws: np.ndarray, df: float | None) -> float:
-    """kappa = sqrt(1 - b / Var*(T*)) >= :data:`MIN_SPREAD_FACTOR`: the factor by which the spread of the null
-    draws T* = mean_c |e*_c| of :func:`mean_abs_deviation_interval` at mu = 0 is narrowed around their mean.
+    """kappa = sqrt((V_G - b) / Var*(T*)), within [:data:`MIN_SPREAD_FACTOR`, 1]: the factor by which the spread of
+    the null draws T* = mean_c |e*_c| of :func:`mean_abs_deviation_interval` at mu = 0 is narrowed around their
+    mean, so that their variance is the estimated variance of the real T = mean_c |d_c|.
 
-    For Gaussian e, Var(mean_c |e_c|) = K^-2 sum_cc' sd_c sd_c' g(rho_cc') with g(rho) = (2/pi)(rho arcsin rho
-    + sqrt(1 - rho^2) - 1) = rho^2 / pi + O(rho^4) off the diagonal (the Mehler expansion's second term). The
-    template-bootstrap draws carry the sample correlations r, and r^2 is biased up by (1 - r^2)^2 / df when
-    the covariance has ``df`` degrees of freedom (Olkin & Pratt 1958, Ann. Math. Statist. 29:201:
-    E r^2 = rho^2 + (1 - rho^2)^2 / df + O(df^-2)). Over the K(K-1) pairs of cells that excess is
+    The real d is a mean over the templates, close to Gaussian, and for Gaussian e with SDs sd_c and correlations
+    rho, Var(mean_c |e_c|) = C^-2 sum_cc' sd_c sd_c' g(rho_cc') with g(rho) = (2/pi)(rho arcsin rho + sqrt(1 -
+    rho^2) - 1) (:func:`_abs_gaussian_covariance`; g(1) = 1 - 2/pi, and g(rho) = rho^2 / pi + O(rho^4) off the
+    diagonal, the Mehler expansion's second term). V_G is that variance at the draws' own SDs and correlations
+    r. It is not yet the real variance: r^2 is biased up by (1 - r^2)^2 / df when the covariance has ``df``
+    degrees of freedom (Olkin & Pratt 1958, Ann. Math. Statist. 29:201: E r^2 = rho^2 + (1 - rho^2)^2 / df +
+    O(df^-2)), and again by (1 - r^2)^2 / (B - 1) because r is measured on the B draws; over the C(C-1) pairs
+    of cells that is the excess
 
-        b = K^-2 sum_{c != c'} sd_c sd_c' (1 - r_cc'^2)^2 / (pi df),
+        b = C^-2 sum_{c != c'} sd_c sd_c' (1 - r_cc'^2)^2 (1 / df + 1 / (B - 1)) / pi.
 
-    which at 45 cells and 42 df is about half of the draws' variance: their SD was 1.40 times the real SD of
-    Pol over 300 simulated runs without bias at 48 templates (0.0129 against 0.0092), and the test of a
-    Pol of 0 accepted 98-99 % instead of 95 %. The correction is first order and Gaussian: there kappa averaged
-    0.74 against a real ratio of 0.71; with independent Gaussian cells and Rao-Wu draws, whose |e*| vary a
-    little less than a Gaussian's, 0.71 against 0.76 (tests/reflect/test_reflect_magnitude_intervals.py).
+    At 45 cells and 42 df, b is about half of the draws' variance: their SD was 1.40 times the real SD of Pol
+    over 300 simulated runs without bias at 48 templates (0.0129 against 0.0092), and the test of a Pol of 0
+    accepted 98-99 % instead of 95 %.
+
+    Why V_G and not the draws' variance: the Rao-Wu draws (7 of a stratum's 8 templates) are lighter-tailed than
+    a Gaussian, so their |e*| vary less than V_G says (by 3 % in variance with one answer per call, 6 % with
+    three). Until 30 Nov 2026 kappa was sqrt(1 - b_df / Var*(T*)), with b_df the excess without the draws'
+    term, which charged the Gaussian excess to the lighter draws: 0.73-0.84 against real ratios SD(T) /
+    SD*(T*) of 0.74-0.87, and a true Pol of 0 was covered 93.0 % with three answers per call (3,600 runs,
+    three null configurations, template-specific gender slopes among them) and 94.6 % with one. Now kappa is
+    0.76-0.87 and the coverage 93.8 % and 95.1 % on the same runs (in the sharpest configuration, slopes of sd
+    0.3 with three answers, 93.4 %: the correction is first order).
     1.0 when the noise has no spread or ``df`` is not positive."""
     e = np.asarray(noise, dtype=np.float64)
     sd = e.std(axis=0, ddof=1)
@@ -432,11 +451,13 @@ def boundary_spread_factor(noise: np.ndarray, draws: np.ndarray, df: float | Non
     var = float(np.var(draws, ddof=1))
     if not df or df <= 0 or live.sum() < 2 or var <= 0:
         return 1.0
-    r = np.corrcoef(e[:, live].T)
-    pairs = np.outer(sd[live], sd[live]) * (1.0 - r ** 2) ** 2
+    s = sd[live]
+    r = np.clip(np.corrcoef(e[:, live].T), -1.0, 1.0)
+    gaussian = float(s @ _abs_gaussian_covariance(r) @ s) / sd.size ** 2
+    pairs = np.outer(s, s) * (1.0 - r ** 2) ** 2
     np.fill_diagonal(pairs, 0.0)
-    excess = float(pairs.sum()) / (np.pi * df * sd.size ** 2)
-    return float(np.sqrt(np.clip(1.0 - excess / var, MIN_SPREAD_FACTOR ** 2, 1.0)))
+    excess = float(pairs.sum()) * (1.0 / df + 1.0 / (e.shape[0] - 1)) / (np.pi * sd.size ** 2)
+    return float(np.sqrt(np.clip((gaussian - excess) / var, MIN_SPREAD_FACTOR ** 2, 1.0)))
 
 
 def _scaled_within_bound(shape: np.ndarray, thetas: np.ndarray, bound: float) -> np.ndarray:
@@ -491,9 +512,9 @@ def mean_abs_deviation_interval(deviations: np.ndarray, noise: np.ndarray, level
     draws of the test at theta = 0, where the configuration is known (mu = 0) and nothing is profiled, are
     narrowed around their mean by :func:`boundary_spread_factor`, which removes the excess spread the
     noise of the bootstrap's cross-cell correlations puts into T*: without it a true Pol of 0 was covered
-    97.6-98.6 % (1,000 runs each, three null configurations at 48 templates), with it 94.3 / 92.7 / 95.7 %
-    (300 runs each). At theta > 0 the draws are used as they are: there the configuration is profiled from
-    noisy cells, and narrowing those draws too lowered the coverage at a Pol of 0.05 from 92.7 to 87.7 %
+    97.6-98.6 % (1,000 runs each, three null configurations at 48 templates), with it 93.4-95.5 % (1,200 runs
+    each, those three with one and three answers per call; :func:`boundary_spread_factor`). At theta > 0 the
+    draws are used as they are: there the configuration is profiled from noisy cells, and narrowing those draws too lowered the coverage at a Pol of 0.05 from 92.7 to 87.7 %
     and at 0.10 from 95.0 to 92.3 % (the plain spread absorbs the profile's misfit). Without ``df`` (noise
     drawn from the true covariance) the draws are used as they are.
 
