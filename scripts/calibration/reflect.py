@@ -100,13 +100,9 @@ def simulate_2afc(rng, beta: np.ndarray, portrait_sd: float, n_per_occupation: i
         chose_a = rng.random(p_a.size) < p_a
         refused = rng.random(p_a.size) < REFUSAL
         for k in range(p_a.size):
-            pair = _pair_id(a_idx[k], b_idx[k])
-            if refused[k]:
-                calls.append(twoafc_stats.TwoAFCCall(template, occupation, pair, order, int(a_idx[k]), int(b_idx[k]),
-                                                     "refusal", None))
-            else:
-                calls.append(twoafc_stats.TwoAFCCall(template, occupation, pair, order, int(a_idx[k]), int(b_idx[k]),
-                                                     "valid", "A" if chose_a[k] else "B"))
+            calls.append(twoafc_stats.TwoAFCCall(template, occupation, _pair_id(a_idx[k], b_idx[k]), order, int(a_idx[k]),
+                                                 int(b_idx[k]), "refusal" if refused[k] else "valid",
+                                                 None if refused[k] else ("A" if chose_a[k] else "B")))
     return calls
 
 
