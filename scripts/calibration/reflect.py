@@ -525,7 +525,7 @@ def run_mcq(n_seeds: int, n_boot: int, designs=(48, 12, 6), seed: int = 0, test_
                         cover[f"{k}_paper"].append(_covers(d[f"{k}_ci_low_paper"], d[f"{k}_ci_high_paper"], truth[k]))
                     tests[f"{k}_p_null"].append(d[f"{k}_p_null"] < 0.05)
             for k in keys:
-                note = ("parametric test inversion with the design's effective sample size (jsd_inversion_interval)"
+                note = ("parametric test inversion of the design's cells at their effective sample sizes (jsd_inversion_interval)"
                         if k.startswith("jsd") else
                         "design-t interval: estimate ± t_df x template-bootstrap SE, df = templates - occupations")
                 rows.append(_row(k, "interval", design_text, dgp_text, truth[k], est[k], cover[k], *args, note=note))
