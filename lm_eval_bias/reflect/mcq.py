@@ -213,6 +213,11 @@ def _smoothed(counts: np.ndarray) -> np.ndarray:
     return (counts + 0.5) / (counts.sum() + 0.5 * counts.size)
 
 
+def _multinomial_covariance(shares: np.ndarray) -> np.ndarray:
+    """diag(s) - s s': the covariance of one answer's indicator vector with probabilities s."""
+    return np.diag(shares) - np.outer(shares, shares)
+
+
 def jsd_design_effect(per_template_answers: np.ndarray, group_mask: Sequence[bool],
                       strata: Sequence[str], cell_shares: np.ndarray | None = None) -> tuple[float, float]:
     """(delta, nu): the Rao-Scott mean generalized design effect of the difference d = p_g - p_rest of a group's
@@ -267,12 +272,12 @@ def jsd_design_effect(per_template_answers: np.ndarray, group_mask: Sequence[boo
         return 1.0, 0.0
     if cell_shares is None:
         sg, sr = _smoothed(xg.sum(axis=0)[used]), _smoothed(xo.sum(axis=0)[used])
-        multinomial = (np.diag(sg) - np.outer(sg, sg)) / n_group + (np.diag(sr) - np.outer(sr, sr)) / n_rest
+        multinomial = _multinomial_covariance(sg) / n_group + _multinomial_covariance(sr) / n_rest
     else:
         shares = np.asarray(cell_shares, dtype=np.float64)[:, used]
         cell_n = answers.sum(axis=(0, 2))
         side = np.where(mask, n_group, n_rest) ** 2
-        multinomial = sum(n / m * (np.diag(c) - np.outer(c, c)) for n, m, c in zip(cell_n, side, shares))
+        multinomial = sum(n / m * _multinomial_covariance(c) for n, m, c in zip(cell_n, side, shares))
     ratio = np.linalg.pinv(multinomial) @ between[np.ix_(used, used)]
     trace, trace_sq = float(np.trace(ratio)), float(np.trace(ratio @ ratio))
     n = len(strata) - len(occupations)
@@ -354,7 +359,8 @@ def jsd_inversion_interval(per_template_answers: np.ndarray, group_mask: Sequenc
     rng = np.random.default_rng(seed)
     runs = deff * nu / rng.chisquare(nu, n_sim) if nu > 0 else np.full(n_sim, deff)
     sizes = np.rint(cell_n[None, :] / runs[:, None]).astype(np.int64)           # (n_sim, G) answers per run
-    rest_sim = sum(rng.multinomial(sizes[:, c], cell_s[c]) for c in rest_cells)
+    # one call per side: its cells cell-major, as many calls one per cell would draw them
+    rest_sim = rng.multinomial(sizes[:, rest_cells].T, cell_s[rest_cells][:, None, :]).sum(axis=0)
     log_rest, log_cells = np.log(rest_mix), np.log(cell_s[group_cells])
 
     def configurations(ls: np.ndarray) -> np.ndarray:                          # (L, group cells, K)
@@ -370,7 +376,7 @@ def jsd_inversion_interval(per_template_answers: np.ndarray, group_mask: Sequenc
     def tails(l: float) -> tuple[float, float]:
         q = configurations(np.array([l]))[0]
         draw = np.random.default_rng([seed, 1])
-        group_sim = sum(draw.multinomial(sizes[:, c], q[j]) for j, c in enumerate(group_cells))
+        group_sim = draw.multinomial(sizes[:, group_cells].T, q[:, None, :]).sum(axis=0)
         n_g, n_r = group_sim.sum(axis=1), rest_sim.sum(axis=1)
         ok = (n_g > 0) & (n_r > 0)
         if not ok.any():
