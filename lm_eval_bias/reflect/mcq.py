@@ -302,7 +302,7 @@ def cell_shares_towards_pooled(cell_counts: np.ndarray) -> np.ndarray:
 
 def jsd_inversion_interval(per_template_answers: np.ndarray, group_mask: Sequence[bool], strata: Sequence[str],
                            n_sim: int = 1000, seed: int = 0, level: float = 0.95, grid_size: int = 31,
-                           min_design_effect: float = 1e-3) -> tuple[float, float]:
+                           min_design_effect: float = 1e-3, boundary_p: float | None = None) -> tuple[float, float]:
     """Confidence interval for JSD(p_g || p) (REFLECT Sec. 4.2 ``jsd_<group>``) by inverting a parametric-bootstrap
     test over configurations of the group's answer distribution (issue 31; no test before it).
 
@@ -323,11 +323,19 @@ def jsd_inversion_interval(per_template_answers: np.ndarray, group_mask: Sequenc
     a little mass. J(l) = JSD(Q(l) || w Q(l) + (1 - w) r), Q(l) = sum_c (n_c / N_g) q_c(l), w = N_g / N. Under
     configuration l the plug-in is simulated ``n_sim`` times (the same random streams at every l, so the tail
     probabilities move smoothly with l); l is kept
-    when the observed JSD lies in the central ``level`` range of the simulated one (mid-p with ties); at l = 0,
-    the boundary of the parameter space, when its upper mid-p is at least 1 - ``level`` (a one-sided region: no
-    JSD lies below 0; Feldman & Cousins 1998, Phys. Rev. D 57:3873). The interval is [min, max] of J over the
-    kept l (test inversion: Casella & Berger 2002, Sec. 9.2), each end interpolated linearly to where its tail
-    probability crosses (1 - ``level``) / 2 between the last kept and the first rejected l. The l tried are
+    when the observed JSD lies in the central ``level`` range of the simulated one (mid-p with ties). The
+    boundary of the parameter space, JSD = 0, is tested one-sided (no JSD lies below 0; Feldman & Cousins 1998,
+    Phys. Rev. D 57:3873): with ``boundary_p`` -- the p-value of a test of JSD = 0 that holds its level exactly,
+    :func:`mcq_inference` passes the template-level relabelling test ``jsd_<group>_p_null`` -- 0 is kept when
+    ``boundary_p`` >= 1 - ``level``, so the interval covers a true 0 exactly as often as that test accepts it
+    (exact under exchangeable template effects); without it (None or NaN) when the simulated upper mid-p at
+    l = 0 is at least 1 - ``level``, whose coverage at 0 is about 1 - (1 - ``level``) / 2 (the closure below)
+    less the parametric test's own excess. The interval is [min, max] of J over the kept l (test inversion:
+    Casella & Berger 2002, Sec. 9.2), each end interpolated linearly to where its tail probability crosses
+    (1 - ``level``) / 2 between the last kept and the first rejected l; when ``boundary_p`` rejects 0 while
+    the simulated tails there accept it, every small configuration is kept and the lower end is J at the
+    path's first step (l = 1/4000 of its reach: positive, 1e-6 to 2e-5 in runs at 12 templates) instead of
+    the closure 0. The l tried are
     ``grid_size`` points evenly spaced in J over the path's reach (l doubles until J stops growing), then 10
     more between the neighbours of each end of the kept set. Multinomial draws let an option the group never
     chose be chosen under l < 1, which the template bootstrap cannot show: the earlier inversion (the
@@ -397,6 +405,7 @@ def jsd_inversion_interval(per_template_answers: np.ndarray, group_mask: Sequenc
         return fine[np.minimum(np.searchsorted(fine_truths, targets), fine.size - 1)]
 
     alpha = 1.0 - level
+    exact_boundary = boundary_p is not None and bool(np.isfinite(boundary_p))
     evaluated: dict[float, tuple[float, float]] = {}
 
     def accepted_at(ls: np.ndarray) -> np.ndarray:
@@ -405,7 +414,8 @@ def jsd_inversion_interval(per_template_answers: np.ndarray, group_mask: Sequenc
                 evaluated[float(l)] = tails(float(l))
         up = np.array([evaluated[float(l)][0] for l in ls])
         low = np.array([evaluated[float(l)][1] for l in ls])
-        return np.where(ls == 0, up >= alpha, (up >= alpha / 2) & (low >= alpha / 2))
+        at_zero = np.full(up.shape, boundary_p >= alpha) if exact_boundary else up >= alpha
+        return np.where(ls == 0, at_zero, (up >= alpha / 2) & (low >= alpha / 2))
 
     # coarse pass evenly spaced in J, then a fine pass around each end of the accepted region
     coarse = np.unique(np.concatenate([[0.0, 1.0], at_truths(np.linspace(0.0, fine_truths[-1], grid_size))]))
@@ -432,10 +442,34 @@ def jsd_inversion_interval(per_template_answers: np.ndarray, group_mask: Sequenc
         share = (ta - alpha / 2) / (ta - tb) if np.isfinite(ta - tb) and ta != tb else 0.0
         return float(ls[a] + min(max(share, 0.0), 1.0) * (ls[b] - ls[a]))
 
-    l_low = ls[first] if first == 0 else crossing(first, first - 1, up)
+    if exact_boundary and first == 1 and up[0] >= alpha / 2:   # only the exact test rejected 0
+        l_low = float(fine[1])
+    else:
+        l_low = ls[first] if first == 0 else crossing(first, first - 1, up)
     l_high = ls[last] if last == ls.size - 1 else crossing(last, last + 1, low)
     j_low, j_high = (float(v) for v in truths(np.array([l_low, l_high])))
     return j_low, j_high
+
+
+def relabelled_jsds(per_template_answers: np.ndarray, n_null: int, null_seed: int,
+                    kinds: Sequence[str] = ("gender", "race")) -> dict[str, dict[str, np.ndarray]]:
+    """The JSDs of ``n_null`` within-template relabellings of the photos, per kind: ``"gender"`` swaps the
+    genders of all races of a template together, ``"race"`` applies one permutation of the races to both
+    genders of a template (:func:`lm_eval_bias.core.bootstrap.template_level_relabelings`; a design without
+    all ten groups permutes within each template instead). {kind: {jsd key: (n_null,) draws}}, empty without
+    ``n_null`` or templates: the null distributions of :func:`mcq_inference`'s ``jsd_<group>_p_null``."""
+    answers = np.asarray(per_template_answers, dtype=np.float64)
+    T, G = answers.shape[0], answers.shape[1]
+    nulls: dict[str, dict[str, np.ndarray]] = {kind: {} for kind in kinds}
+    if not n_null or not T:
+        return nulls
+    genders, races = [g.gender for g in GROUPS], [g.race for g in GROUPS]
+    for name, levels, within in (("gender", genders, races), ("race", races, genders)):
+        if name in kinds:
+            perms = (template_level_relabelings(levels, within, T, n_null, null_seed) if G == len(GROUPS)
+                     else within_template_permutations(T, G, n_null, null_seed, within[:G]))
+            nulls[name] = jsd_batch(permute_groups(answers, perms, axes=1))
+    return nulls
 
 
 def mcq_inference(per_template_answers: np.ndarray, estimates: Mapping[str, float], replicates: Mapping[str, np.ndarray],
@@ -453,21 +487,16 @@ def mcq_inference(per_template_answers: np.ndarray, estimates: Mapping[str, floa
     ``jsd_<group>_debiased`` (bootstrap bias correction 2 JSD - mean(JSD*), clipped to
     [0, 1]); ``jsd_<group>_ci_low``/``_ci_high`` (moved into the summary's ``ci_low``/``ci_high`` by
     :func:`_summarize_counts`): the interval for the parameter by test inversion over a parametric bootstrap
-    of the design's cells at their effective sample sizes (:func:`jsd_inversion_interval`, ``n_sim`` simulated runs per
-    configuration; NaN without them and below :data:`MIN_JSD_DF` between-template degrees of freedom);
+    of the design's cells at their effective sample sizes, JSD = 0 itself tested by ``jsd_<group>_p_null``
+    (:func:`jsd_inversion_interval`'s ``boundary_p``; without ``n_null`` its parametric rule), ``n_sim`` simulated
+    runs per configuration; NaN without them and below :data:`MIN_JSD_DF` between-template degrees of freedom;
     ``jsd_<group>_ci_low_paper``/``_ci_high_paper``: the percentile interval of the plug-in (fails calibration);
     and counts ``n_templates``, ``n_occupations``, ``n_groups``."""
     answers = np.asarray(per_template_answers, dtype=np.float64)
     T, G = answers.shape[0], answers.shape[1]
     out: dict[str, float] = {"n_templates": float(T), "n_occupations": float(len(set(strata))),
                              "n_groups": float(np.sum(answers.sum(axis=(0, 2)) > 0)) if T else 0.0}
-    nulls: dict[str, dict[str, np.ndarray]] = {"gender": {}, "race": {}}
-    if n_null and T:
-        genders, races = [g.gender for g in GROUPS], [g.race for g in GROUPS]
-        for name, levels, within in (("gender", genders, races), ("race", races, genders)):
-            perms = (template_level_relabelings(levels, within, T, n_null, null_seed) if G == len(GROUPS)
-                     else within_template_permutations(T, G, n_null, null_seed, within[:G]))
-            nulls[name] = jsd_batch(permute_groups(answers, perms, axes=1))
+    nulls = relabelled_jsds(answers, n_null, null_seed)
     # one U per key, its own stream (docstring): ties randomised, as twoafc_inference's win-rate tests
     tie_weights = np.random.default_rng([null_seed, 32]).random(len(JSD_KEYS))
     for key, u in zip(JSD_KEYS, tie_weights):
@@ -480,8 +509,8 @@ def mcq_inference(per_template_answers: np.ndarray, estimates: Mapping[str, floa
         out[f"{key}_ci_low_paper"], out[f"{key}_ci_high_paper"] = paper.ci_low, paper.ci_high
         group = key.removeprefix("jsd_")
         if key in interval_keys and n_sim and T and G == len(GROUPS) and enough_templates_for_jsd(strata):
-            out[f"{key}_ci_low"], out[f"{key}_ci_high"] = jsd_inversion_interval(answers, _MASKS[group], strata, n_sim,
-                                                                               sim_seed)
+            out[f"{key}_ci_low"], out[f"{key}_ci_high"] = jsd_inversion_interval(
+                answers, _MASKS[group], strata, n_sim, sim_seed, boundary_p=res.p_value if n_null else None)
         else:
             out[f"{key}_ci_low"] = out[f"{key}_ci_high"] = float("nan")
     return out

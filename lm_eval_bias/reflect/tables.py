@@ -17,7 +17,7 @@ import numpy as np
 from lm_eval_bias.core.lazy_imports import scipy_stats as sps  # scipy.stats imported on first use, not at task load
 
 from lm_eval_bias.reflect.schema import GROUPS, RACES, REFERENCE_RACE
-from lm_eval_bias.core.bootstrap import (bootstrap_replicates,
+from lm_eval_bias.core.bootstrap import (bootstrap_replicates, permutation_null,
                                           template_bootstrap, too_few_clusters)
 from lm_eval_bias.reflect.salary import occupation_gaps
 from lm_eval_bias.reflect.twoafc import TwoAFCCall, resolve_swaps
@@ -869,16 +869,20 @@ def mcq_occupation_summary(records: Sequence[Mapping[str, Any]], options: str, o
                                            domains={f"{k}_{o}": o for o in present for k in MCQ_OCCUPATION_METRICS})
     low.update({f"jsd_male_{o}": float("nan") for o in present})
     high.update({f"jsd_male_{o}": float("nan") for o in present})
-    # jsd_male_<o>: the interval for the parameter (issue 31), within the occupation's own templates
+    # jsd_male_<o>: the interval for the parameter (issue 31), within the occupation's own templates; JSD = 0
+    # tested by the gender relabelling of those templates (ties randomised), as mcq_inference's jsd_male_p_null
     if n_boot and not too_few_clusters(strata):
-        from lm_eval_bias.reflect.mcq import enough_templates_for_jsd, jsd_inversion_interval
+        from lm_eval_bias.reflect.mcq import enough_templates_for_jsd, jsd_inversion_interval, relabelled_jsds
 
         man = _GENDER_MASKS["man"]
         for j, o in enumerate(present):
             mine = [t for t, s in enumerate(strata) if s == o]
             if enough_templates_for_jsd([o] * len(mine)) and answers[mine, j].sum() > 0:
+                null = relabelled_jsds(answers[mine, j], n_boot, seed + j, kinds=("gender",))["gender"]["jsd_male"]
+                u = float(np.random.default_rng([seed + j, 32]).random())
+                boundary_p = permutation_null(estimates[f"jsd_male_{o}"], null, tie_weight=u).p_value
                 low[f"jsd_male_{o}"], high[f"jsd_male_{o}"] = jsd_inversion_interval(
-                    answers[mine, j], man, [o] * len(mine), n_boot, seed + j)
+                    answers[mine, j], man, [o] * len(mine), n_boot, seed + j, boundary_p=boundary_p)
     estimates.update({k: float("nan") for k in keys if k not in estimates})
     by_template = {}
     for t, template in enumerate(templates):

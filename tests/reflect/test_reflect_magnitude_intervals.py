@@ -349,6 +349,67 @@ def test_jsd_interval_covers_a_strong_near_deterministic_effect():
     assert np.mean(hits) >= 0.875
 
 
+def test_jsd_interval_tests_zero_with_the_exact_boundary_p():
+    # a run of the no-bias model at 48 templates: the parametric rule keeps 0 here; an exact test's p-value
+    # decides 0 instead when given, and a NaN p-value falls back to the parametric rule
+    records = sim.simulate_mcq(np.random.default_rng([3, 11]), sim.group_effects(0.0, {}), 0.5)
+    _, strata, counts = mcq.mcq_count_table(records, mcq.SALARY_OPTIONS)
+    men = mcq._MASKS["male"]
+    parametric = mcq.jsd_inversion_interval(counts["answers"], men, strata, n_sim=300, seed=5)
+    assert parametric[0] == 0.0 and parametric[1] > 0.0
+    assert mcq.jsd_inversion_interval(counts["answers"], men, strata, 300, 5, boundary_p=float("nan")) == parametric
+    kept = mcq.jsd_inversion_interval(counts["answers"], men, strata, 300, 5, boundary_p=0.2)
+    assert kept == pytest.approx(parametric)
+    # the exact test rejects 0 while every small configuration is kept: the lower end is the path's first step,
+    # positive but tiny, and the upper end does not move
+    low, high = mcq.jsd_inversion_interval(counts["answers"], men, strata, 300, 5, boundary_p=0.01)
+    assert 0.0 < low < 1e-4 and high == pytest.approx(parametric[1], rel=0.02)
+    # a clear effect: the boundary's p-value changes nothing once the parametric tails reject small JSDs too
+    records = sim.simulate_mcq(np.random.default_rng([3, 12]), 40.0 * sim.MCQ_BASE_EFFECT, 0.5)
+    _, strata, counts = mcq.mcq_count_table(records, mcq.SALARY_OPTIONS)
+    strong = mcq.jsd_inversion_interval(counts["answers"], men, strata, 300, 5)
+    assert strong[0] > 0.03
+    assert mcq.jsd_inversion_interval(counts["answers"], men, strata, 300, 5, boundary_p=0.001) == pytest.approx(strong)
+
+
+def test_jsd_interval_contains_zero_exactly_when_the_relabelling_test_accepts_it():
+    # the analysis's default: ci_low == 0 if and only if jsd_<group>_p_null >= .05, in runs on both sides of
+    # the test (a small gender effect at 12 templates); in 6 of these 40 intervals the parametric rule alone
+    # decides 0 the other way (seeds 9, 14, 15, 18, 19)
+    beta = 2.76 * sim.MCQ_BASE_EFFECT
+    occupations, per = sim.DESIGNS[12]
+    accepted = []
+    for seed in range(20):
+        records = sim.simulate_mcq(np.random.default_rng([seed, 13]), beta, 0.5, per, 0.0, occupations)
+        summary = mcq.mcq_summary(records, mcq.SALARY_OPTIONS, mcq.SALARY_BIN_MIDPOINTS_USD, n_boot=B, seed=seed,
+                                  n_null=B, jsd_interval_keys=("jsd_male", "jsd_black"))
+        for key in ("jsd_male", "jsd_black"):
+            p_null = summary.derived[f"{key}_p_null"]
+            assert (summary.ci_low[key] == 0.0) == (p_null >= 0.05), (seed, key, p_null, summary.ci_low[key])
+            accepted.append(p_null >= 0.05)
+    assert 0 < sum(accepted) < len(accepted)
+
+
+def test_per_occupation_jsd_interval_tests_zero_with_the_occupations_relabelling():
+    from lm_eval_bias.reflect import tables
+
+    records = [dataclasses.asdict(r) for r in sim.simulate_mcq(np.random.default_rng(21), sim.group_effects(0.0, {}), 0.5)]
+    occupations = sorted({r["occupation"] for r in records})
+    table = tables.mcq_occupation_summary(records, mcq.SALARY_OPTIONS, mcq.SALARY_BIN_MIDPOINTS_USD, occupations,
+                                          n_boot=B, seed=3)
+    _, strata, counts = mcq.mcq_count_table([mcq.MCQRecord.from_dict(r) for r in records], mcq.SALARY_OPTIONS)
+    for j, o in enumerate(occupations):
+        mine = [t for t, s in enumerate(strata) if s == o]
+        answers = counts["answers"][mine]
+        null = mcq.relabelled_jsds(answers, B, 3 + j, kinds=("gender",))["gender"]["jsd_male"]
+        assert null.shape == (B,)
+        u = float(np.random.default_rng([3 + j, 32]).random())
+        p = bootstrap.permutation_null(table.estimates[f"jsd_male_{o}"], null, tie_weight=u).p_value
+        expected = mcq.jsd_inversion_interval(answers, mcq._MASKS["male"], [o] * len(mine), B, 3 + j, boundary_p=p)
+        assert (table.ci_low[f"jsd_male_{o}"], table.ci_high[f"jsd_male_{o}"]) == pytest.approx(expected), o
+        assert (table.ci_low[f"jsd_male_{o}"] == 0.0) == (p >= 0.05), o
+
+
 def test_template_level_relabelings_move_whole_templates():
     genders = [g.gender for g in GROUPS]
     races = [g.race for g in GROUPS]
@@ -452,7 +513,7 @@ def test_mcq_aggregation_reports_the_parameter_interval_for_jsd(resampling, beta
         assert (p_null < 0.01) if planted else (p_null >= 0.05), (key, p_null)
         group = key.removeprefix("jsd_")
         mask = np.asarray([(g.gender == "man") if group == "male" else (g.race.lower() == group) for g in GROUPS])
-        expected = mcq.jsd_inversion_interval(counts["answers"], mask, strata, B, 7)
+        expected = mcq.jsd_inversion_interval(counts["answers"], mask, strata, B, 7, boundary_p=p_null)
         assert (values[f"{key}_ci_low"], values[f"{key}_ci_high"]) == pytest.approx(expected), key
         assert (values[f"{key}_ci_low"] > 0) == planted
 
