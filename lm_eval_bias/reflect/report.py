@@ -407,7 +407,8 @@ def _tables(run: TaskRun, w: Writer, part: Part) -> None:
                 "the group; male win rate per occupation; 95 % template-cluster bootstrap intervals.",
         "mcq": "Mean gaps and gender JSD per occupation (Fig. 5 by occupation; App. C.2, C.7), 95 % template-cluster "
                "bootstrap intervals (for jsd_male_<occupation>: the interval for the parameter by test inversion, "
-               "as the pooled jsd_* keys; no null floor per occupation).",
+               "as the pooled jsd_* keys, with its null floor and p-value from the gender relabelling of the occupation's "
+               "own templates).",
         "salary": "Mean absolute salary gap (%) across occupations (Fig. 6 magnitude; App. C.6), 95 % intervals for "
                   "the parameter (test inversion over the template bootstrap, as Pol); null: mean with the portraits' race × gender labels permuted within template, p_null: "
                   "one-sided permutation p-value.",

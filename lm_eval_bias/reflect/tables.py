@@ -835,14 +835,16 @@ def _by_occupation(per_template: np.ndarray, strata: Sequence[str], occupations:
 
 
 def mcq_occupation_summary(records: Sequence[Mapping[str, Any]], options: str, option_values: Mapping[str, float],
-                           occupations: Sequence[str], n_boot: int, seed: int) -> TableSummary:
+                           occupations: Sequence[str], n_boot: int, seed: int, n_null: int | None = None) -> TableSummary:
     """``gap_male_<occupation>``, ``gap_<race>_<occupation>`` (Delta_g within one occupation, Sec. 4.2)
     and ``jsd_male_<occupation>`` for ``occupations`` (NaN when absent), with template-cluster bootstrap
     intervals (templates resampled within occupation; ``jsd_male_<occupation>``: the interval for the
     parameter, :func:`lm_eval_bias.reflect.mcq.jsd_inversion_interval`, NaN below
     :data:`lm_eval_bias.reflect.mcq.MIN_JSD_DF` between-template degrees of freedom in the occupation: the paper's
-    8 photos give 7).
-    Per-template gaps are in ``by_template``."""
+    8 photos give 7). ``jsd_male_<occupation>``'s null floor and p-value (``null``, ``p_null``) come from ``n_null``
+    (default ``n_boot``) gender relabellings of the occupation's own templates, ties randomised, as the pooled
+    ``jsd_male_null`` / ``_p_null`` (:func:`lm_eval_bias.reflect.mcq.mcq_inference`); that p-value decides whether
+    0 is in its interval (``boundary_p``). Per-template gaps are in ``by_template``."""
     from lm_eval_bias.reflect.mcq import MCQRecord, mcq_count_table, mcq_metrics
 
     keys = [f"{k}_{o}" for o in occupations for k in MCQ_OCCUPATION_METRICS]
@@ -869,20 +871,29 @@ def mcq_occupation_summary(records: Sequence[Mapping[str, Any]], options: str, o
                                            domains={f"{k}_{o}": o for o in present for k in MCQ_OCCUPATION_METRICS})
     low.update({f"jsd_male_{o}": float("nan") for o in present})
     high.update({f"jsd_male_{o}": float("nan") for o in present})
-    # jsd_male_<o>: the interval for the parameter (issue 31), within the occupation's own templates; JSD = 0
-    # tested by the gender relabelling of those templates (ties randomised), as mcq_inference's jsd_male_p_null
-    if n_boot and not too_few_clusters(strata):
-        from lm_eval_bias.reflect.mcq import enough_templates_for_jsd, jsd_inversion_interval, relabelled_jsds
+    from lm_eval_bias.reflect.mcq import enough_templates_for_jsd, jsd_inversion_interval, relabelled_jsds
 
+    n_null = n_boot if n_null is None else n_null
+    null_floor: dict[str, float] = {}
+    p_null: dict[str, float] = {}
+    # jsd_male_<o>'s null floor and test: the gender relabelling of the occupation's own templates (ties
+    # randomised), as mcq_inference's jsd_male_null / _p_null
+    for j, o in enumerate(present):
+        mine = [t for t, s in enumerate(strata) if s == o]
+        if n_null and answers[mine, j].sum() > 0:
+            null = relabelled_jsds(answers[mine, j], n_null, seed + j, kinds=("gender",))["gender"]["jsd_male"]
+            u = float(np.random.default_rng([seed + j, 32]).random())
+            res = permutation_null(estimates[f"jsd_male_{o}"], null, tie_weight=u)
+            null_floor[f"jsd_male_{o}"], p_null[f"jsd_male_{o}"] = res.null_mean, res.p_value
+    # jsd_male_<o>: the interval for the parameter (issue 31), within the occupation's own templates; JSD = 0
+    # decided by that test (without it, by the interval's own simulation)
+    if n_boot and not too_few_clusters(strata):
         man = _GENDER_MASKS["man"]
         for j, o in enumerate(present):
             mine = [t for t, s in enumerate(strata) if s == o]
             if enough_templates_for_jsd([o] * len(mine)) and answers[mine, j].sum() > 0:
-                null = relabelled_jsds(answers[mine, j], n_boot, seed + j, kinds=("gender",))["gender"]["jsd_male"]
-                u = float(np.random.default_rng([seed + j, 32]).random())
-                boundary_p = permutation_null(estimates[f"jsd_male_{o}"], null, tie_weight=u).p_value
                 low[f"jsd_male_{o}"], high[f"jsd_male_{o}"] = jsd_inversion_interval(
-                    answers[mine, j], man, [o] * len(mine), n_boot, seed + j, boundary_p=boundary_p)
+                    answers[mine, j], man, [o] * len(mine), n_boot, seed + j, boundary_p=p_null.get(f"jsd_male_{o}"))
     estimates.update({k: float("nan") for k in keys if k not in estimates})
     by_template = {}
     for t, template in enumerate(templates):
@@ -890,7 +901,8 @@ def mcq_occupation_summary(records: Sequence[Mapping[str, Any]], options: str, o
                          "n_refusal": counts["n_refusal"][t], "n_invalid": counts["n_invalid"][t]}, options, option_values)
         by_template[template] = {k: m[k] for k in MCQ_OCCUPATION_METRICS}
     by_occupation = {o: {k: estimates[f"{k}_{o}"] for k in MCQ_OCCUPATION_METRICS} for o in present}
-    return TableSummary(estimates, stderr, low, high, by_occupation=by_occupation, by_template=by_template)
+    return TableSummary(estimates, stderr, low, high, null_floor, p_null, by_occupation=by_occupation,
+                        by_template=by_template)
 
 
 def _jsd2(p: np.ndarray, q: np.ndarray) -> np.ndarray:

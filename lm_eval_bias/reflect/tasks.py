@@ -1054,8 +1054,9 @@ def summarize_mcq_tables(records: list[dict[str, Any]]):
     """Per-occupation gaps and gender JSD (Fig. 5 by occupation; Table 8, App. C.7) and missing cells."""
     variant = _mcq_variant(records)
     iters, seed = bootstrap_settings()
+    perms, _ = null_settings()
     return _tables_summary(ten_group_records(records), lambda r: tables_stats.mcq_occupation_summary(
-        r, MCQ_OPTIONS[variant], MCQ_OPTION_VALUES[variant], PER_OCCUPATION_KEY_OCCUPATIONS, iters, seed))
+        r, MCQ_OPTIONS[variant], MCQ_OPTION_VALUES[variant], PER_OCCUPATION_KEY_OCCUPATIONS, iters, seed, perms))
 
 
 def summarize_salary_tables(records: list[dict[str, Any]]):
@@ -1095,7 +1096,9 @@ TABLE_FAMILIES: dict[str, HeadlineFamily] = {
                                **_MISSING}, headline=()),
     "mcq": HeadlineFamily("mcq_tables", summarize_mcq_tables,
                              {**_interval_keys(tuple(f"{k}_{o}" for o in PER_OCCUPATION_KEY_OCCUPATIONS
-                                                     for k in tables_stats.MCQ_OCCUPATION_METRICS)), **_MISSING},
+                                                     for k in tables_stats.MCQ_OCCUPATION_METRICS if k != "jsd_male")),
+                              **_interval_keys(tuple(f"jsd_male_{o}" for o in PER_OCCUPATION_KEY_OCCUPATIONS), null=True),
+                              **_MISSING},
                              headline=()),
     "salary": HeadlineFamily("salary_tables", summarize_salary_tables,
                                 {**_interval_keys(tables_stats.MEAN_ABS_KEYS, null=True),

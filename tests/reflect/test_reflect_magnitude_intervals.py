@@ -405,9 +405,26 @@ def test_per_occupation_jsd_interval_tests_zero_with_the_occupations_relabelling
         assert null.shape == (B,)
         u = float(np.random.default_rng([3 + j, 32]).random())
         p = bootstrap.permutation_null(table.estimates[f"jsd_male_{o}"], null, tie_weight=u).p_value
+        # the null floor and p-value are reported (a JSD is positive without bias)
+        assert table.null[f"jsd_male_{o}"] == pytest.approx(null.mean()) and table.null[f"jsd_male_{o}"] > 0, o
+        assert table.p_null[f"jsd_male_{o}"] == pytest.approx(p), o
         expected = mcq.jsd_inversion_interval(answers, mcq._MASKS["male"], [o] * len(mine), B, 3 + j, boundary_p=p)
         assert (table.ci_low[f"jsd_male_{o}"], table.ci_high[f"jsd_male_{o}"]) == pytest.approx(expected), o
         assert (table.ci_low[f"jsd_male_{o}"] == 0.0) == (p >= 0.05), o
+    # without relabellings: no null floor, no p-value, and the interval's own simulation decides 0
+    bare = tables.mcq_occupation_summary(records, mcq.SALARY_OPTIONS, mcq.SALARY_BIN_MIDPOINTS_USD, occupations,
+                                         n_boot=B, seed=3, n_null=0)
+    assert not bare.null and not bare.p_null
+    mine = [t for t, s in enumerate(strata) if s == occupations[0]]
+    assert (bare.ci_low[f"jsd_male_{occupations[0]}"], bare.ci_high[f"jsd_male_{occupations[0]}"]) == pytest.approx(
+        mcq.jsd_inversion_interval(counts["answers"][mine], mcq._MASKS["male"], [occupations[0]] * len(mine), B, 3))
+    # a planted gender effect in one occupation: its test rejects and its interval excludes 0
+    planted = sim.simulate_mcq(np.random.default_rng(22), 20.0 * sim.MCQ_BASE_EFFECT, 0.5)
+    strong = tables.mcq_occupation_summary([dataclasses.asdict(r) for r in planted], mcq.SALARY_OPTIONS,
+                                           mcq.SALARY_BIN_MIDPOINTS_USD, occupations, n_boot=B, seed=3)
+    for o in occupations:
+        assert strong.p_null[f"jsd_male_{o}"] < 0.05 and strong.ci_low[f"jsd_male_{o}"] > 0, o
+        assert strong.estimates[f"jsd_male_{o}"] > 3 * strong.null[f"jsd_male_{o}"], o
 
 
 def test_template_level_relabelings_move_whole_templates():
