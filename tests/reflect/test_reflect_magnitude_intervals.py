@@ -535,6 +535,27 @@ def test_mcq_aggregation_reports_the_parameter_interval_for_jsd(resampling, beta
         assert (values[f"{key}_ci_low"] > 0) == planted
 
 
+def test_mcq_tables_family_reports_the_per_occupation_jsd_null_floor(resampling, monkeypatch):
+    # the analysis path (the tables family the CLI and report read): jsd_male_<occupation>_null / _p_null are the
+    # summary's, at LM_EVAL_BIAS_NULL_ITERS relabellings; with 0 relabellings they are NaN
+    from lm_eval_bias.reflect import tables, tasks
+
+    records = [{**dataclasses.asdict(r), "variant": "salary"}
+               for r in sim.simulate_mcq(np.random.default_rng(4), sim.group_effects(0.0, {}), 0.5, n_per_occupation=8)]
+    occupations = tasks.PER_OCCUPATION_KEY_OCCUPATIONS
+    values = tasks.TABLE_FAMILIES["mcq"].values(records)
+    direct = tables.mcq_occupation_summary(records, mcq.SALARY_OPTIONS, mcq.SALARY_BIN_MIDPOINTS_USD, occupations,
+                                           n_boot=B, seed=7, n_null=B)
+    for o in occupations:
+        key = f"jsd_male_{o}"
+        assert values[f"{key}_null"] == pytest.approx(direct.null[key]) and values[f"{key}_null"] > 0, o
+        assert values[f"{key}_p_null"] == pytest.approx(direct.p_null[key]), o
+        assert (values[f"{key}_ci_low"], values[f"{key}_ci_high"]) == pytest.approx((direct.ci_low[key], direct.ci_high[key]))
+    monkeypatch.setenv("LM_EVAL_BIAS_NULL_ITERS", "0")
+    bare = tasks.TABLE_FAMILIES["mcq"].values(records)
+    assert all(math.isnan(bare[f"jsd_male_{o}_{s}"]) for o in occupations for s in ("null", "p_null"))
+
+
 def test_paper_interval_keys_share_the_metrics_anchor():
     from lm_eval_bias.core.aggregation import base_key
 
