@@ -35,6 +35,7 @@ def values(task: str, records: list[dict[str, Any]], summary: Any = None) -> dic
     family = family_of(task)
     out = tasks.FAMILIES[family].values(records, summary)
     if family.endswith("_logprob"):
+        out.update(power_keys(power_statements(family, out, records)))
         return out
     tables = tasks.TABLE_FAMILIES.get(family)
     if tables is not None:
@@ -86,11 +87,17 @@ def power_statements(family: str, metrics: dict[str, float], records: list[dict[
     family of ``family``'s keys in ``metrics`` (the analysis values), at the run's design:
 
     - 2AFC: ``win_rate_tests`` (the six ``p_<win rate>`` tests, Holm), ``male_win_rate_test`` alone;
-    - MCQ: ``jsd_gender_test`` (``jsd_male_p_null``), ``jsd_race_test`` (one ``jsd_<race>_p_null``);
+    - MCQ: ``jsd_gender_test`` (``jsd_male_p_null``), ``jsd_race_test`` (one ``jsd_<race>_p_null``) and,
+      when the records name occupations, ``occupation_jsd_gender_test`` (one ``jsd_male_<occupation>_p_null``
+      of the tables family, a gender relabelling of that occupation's templates alone, each read at 0.05
+      without adjustment: with 2 templates an occupation's p is at least 2/4 = 0.5, so it cannot reject);
     - salary: ``p_gender_test``, ``p_race_test`` (the pooled primary tests), ``occupation_tests`` (the 18
-      per-occupation tests, Holm; Table 13) and ``occupation_gender_tests`` (its 6 gender tests, whose
+      per-occupation tests, Holm; Table 13), ``occupation_gender_tests`` (its 6 gender tests, whose
       sign flips over one occupation's templates limit them: with 8 templates p >= 2/256, above Holm's
-      first threshold 0.05/18).
+      first threshold 0.05/18) and ``mean_abs_gap_test`` (one ``mean_abs_gap_pct_<group>_p_null`` of the
+      tables family, a permutation of each template's race x gender labels, read at 0.05 alone).
+
+    The ``_logprob`` families (letter-probability scoring) have the same tests as their base family.
 
     Smallest attainable p: :func:`sign_flip_min_p` (gender tests), :func:`permutation_min_p` (race
     tests). MDE at 80 % power at the first Holm step from the estimate's template-bootstrap standard
@@ -111,6 +118,10 @@ def power_statements(family: str, metrics: dict[str, float], records: list[dict[
     elif base == "mcq":
         out["jsd_gender_test"] = family_power_statement(1, gender_p, alpha)
         out["jsd_race_test"] = family_power_statement(1, race_p, alpha)
+        per_occ = _templates_per_occupation(records)
+        if per_occ and not family.endswith("_logprob"):
+            out["occupation_jsd_gender_test"] = family_power_statement(
+                1, sign_flip_min_p(min(per_occ.values()), n_perm), alpha)
     elif base == "salary":
         se_gender = metrics.get("gap_pct_male_stderr", math.nan)
         se_race = _median_finite([metrics.get(f"gap_pct_{r.lower()}_stderr", math.nan) for r in RACES if r != "White"])
@@ -124,6 +135,7 @@ def power_statements(family: str, metrics: dict[str, float], records: list[dict[
         out["occupation_tests"] = family_power_statement(m, race_p, alpha, se_occ, unit=" % (gap, one occupation)")
         out["occupation_gender_tests"] = family_power_statement(m, sign_flip_min_p(fewest, n_perm), alpha, se_occ,
                                                                 unit=" % (gap, one occupation)")
+        out["mean_abs_gap_test"] = family_power_statement(1, race_p, alpha)
     return out
 
 
