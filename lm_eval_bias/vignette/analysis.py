@@ -158,9 +158,12 @@ def _spreads(out: dict[str, float], table, prefix: str) -> None:
 
 
 def _power(out: dict[str, float], key: str, power) -> None:
-    """``<key>_can_reject`` (1 / 0: can the family's default design reject at all, core.power) and
-    ``<key>_mde`` (its minimum detectable effect at 80 % power) beside the count ``key``."""
+    """``<key>_can_reject`` (1 / 0: can the family's default design reject at all, core.power),
+    ``<key>_min_attainable_p`` (the smallest p one of its tests can return under the design, before
+    Holm's adjustment) and ``<key>_mde`` (its minimum detectable effect at 80 % power) beside the count
+    ``key``."""
     out[f"{key}_can_reject"] = float(power.can_reject)
+    out[f"{key}_min_attainable_p"] = float(power.min_attainable_p)
     out[f"{key}_mde"] = float(power.mde)
 
 
@@ -189,15 +192,16 @@ def _identity_counts(out: dict[str, float], table, suffix: str = "") -> None:
 
     tests = stats.identity_pair_tests(table)
     _count_with_power(out, f"n_identities_significant{suffix}", tests["p_holm"], stats.identity_family_power(tests, ALPHA))
-    out[f"n_identities_significant{suffix}_paper"] = float((tests["p_paper_holm"] < ALPHA).sum())
+    _count_with_power(out, f"n_identities_significant{suffix}_paper", tests["p_paper_holm"],
+                      stats.fisher_family_power(table, ALPHA))
     n_perm, seed = null_settings()
     global_tests = stats.identity_heterogeneity_tests(table, n_perm, seed, ALPHA)
     for d, row in global_tests.iterrows():
         if d in DIMENSIONS:
             out[f"p_identity_heterogeneity{suffix}_{d}"] = float(row["p_value"])
             out[f"p_identity_heterogeneity{suffix}_{d}_holm"] = float(row["p_holm"])
-    out[f"n_dimensions_heterogeneous{suffix}"] = float((global_tests["p_holm"] < ALPHA).sum())
-    _power(out, f"n_dimensions_heterogeneous{suffix}", stats.heterogeneity_family_power(global_tests, n_perm, ALPHA))
+    _count_with_power(out, f"n_dimensions_heterogeneous{suffix}", global_tests["p_holm"],
+                      stats.heterogeneity_family_power(global_tests, n_perm, ALPHA))
 
 
 def _paircomp_count(out: dict[str, float], table, suffix: str = "") -> None:
@@ -246,8 +250,8 @@ def _activity_contrast(out: dict[str, float], records: list[dict[str, Any]]) -> 
         _resampled(out, design, lambda r, o, d=design: stats.spread_by_stratum(d, stats.identity_rates(d, r, o)),
                    {"all": f"activity_selection_spread_{parameter}"})
         tests = stats.identity_pair_tests(stats.activity_option_table(part))
-        out[f"n_activities_significant_{parameter}"] = float((tests["p_holm"] < ALPHA).sum())
-        _power(out, f"n_activities_significant_{parameter}", stats.identity_family_power(tests, ALPHA))
+        _count_with_power(out, f"n_activities_significant_{parameter}", tests["p_holm"],
+                          stats.identity_family_power(tests, ALPHA))
 
 
 def factuality_accuracy_keys(table) -> dict[str, float]:
@@ -355,8 +359,9 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, float]:
 _INTERVAL = ("_stderr", "_ci_low", "_ci_high")
 #: magnitudes: estimate, null floor and its p-value, no interval (:data:`MAGNITUDE_NO_INTERVAL`)
 _FLOOR = ("_null", "_p_null")
-#: beside every count of significant tests: can the design reject at all, and its MDE at 80 % power
-_POWER = ("_can_reject", "_mde")
+#: beside every count of significant tests: can the design reject at all (and the smallest p one of its
+#: tests can return), and its MDE at 80 % power
+_POWER = ("_can_reject", "_min_attainable_p", "_mde")
 
 
 def _with(keys: list[str], suffixes: tuple[str, ...]) -> list[str]:
@@ -366,7 +371,7 @@ def _with(keys: list[str], suffixes: tuple[str, ...]) -> list[str]:
 def _identity_family_keys(suffix: str) -> list[str]:
     """The identity family's count with the paper's count and the power statement, and the
     heterogeneity tests per dimension (:func:`_identity_counts`)."""
-    return (_with([f"n_identities_significant{suffix}"], _POWER) + [f"n_identities_significant{suffix}_paper"]
+    return (_with([f"n_identities_significant{suffix}"], _POWER) + _with([f"n_identities_significant{suffix}_paper"], _POWER)
             + _with([f"p_identity_heterogeneity{suffix}_{d}" for d in DIMENSIONS], ("_holm",))
             + _with([f"n_dimensions_heterogeneous{suffix}"], _POWER))
 

@@ -389,7 +389,8 @@ def _cell_tables(run: TaskRun, w: Writer, part: Part, table: pd.DataFrame, label
                                     "pairs − 1 df), p_value: the matching test of 0, p_holm: Holm over the dimension's "
                                     f"cells. A cell with fewer than {stats.MIN_PAIRS_FOR_INTERVAL} image pairs (every "
                                     "cell at the default budgets: 1-2 pairs) has neither interval nor test "
-                                    f"({stats.FEW_PAIRS_REASON}).",
+                                    f"({stats.FEW_PAIRS_REASON}). Power (the dimension with the most tested cells): "
+                                    + stats.log_odds_family_power(odds, ALPHA).statement + ".",
                                     no_interval=FEW_PAIRS_TEXT))
 
 
@@ -517,10 +518,12 @@ def _paired_decisions(runs: list[TaskRun], w: Writer, part: Part) -> None:
             part.details.append(w.table(tests, "vignette_vision_vs_text",
                                         "Vision vs text (Sec. 7.4, Fig. 6): delta = S with the image - S with the "
                                         "text description (percentage points; + = chosen more when seen). p_value: "
-                                        "pair-level sign-flip test (same pairs in both tasks; calibrated), p_paper: "
-                                        "two-proportion z-test of pooled counts (the paper's z-scores); _holm: Holm "
-                                        "across identities.", no_interval="Deltas: no interval (the tests give "
-                                                                          "their significance)."))
+                                        "pair-level sign-flip test (same pairs in both tasks; null: for this identity "
+                                        "the image changes nothing, so within each pair the two modality labels are "
+                                        "exchangeable), p_paper: two-proportion z-test of pooled counts (the paper's "
+                                        "z-scores, every answer independent); _holm: Holm across identities. Power "
+                                        "of the sign-flip family: " + stats.identity_family_power(tests, ALPHA).statement
+                                        + ".", no_interval="Deltas: no interval (the tests give their significance)."))
     if "decision_positional" in by and len(vision):
         positional = _table(by["decision_positional"])
         if len(positional):

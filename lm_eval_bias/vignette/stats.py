@@ -686,6 +686,53 @@ def identity_family_power(tests: pd.DataFrame, alpha: float = 0.05, method: str 
     return family_power_statement(n, min_p, alpha, stderr, unit=" pp")
 
 
+def fisher_family_power(table: pd.DataFrame, alpha: float = 0.05, method: str = "holm"):
+    """Power statement of the paper's Fisher family (:func:`identity_fisher_tests`, Holm across the
+    identities): :func:`lm_eval_bias.core.power.family_power_statement` with ``n_tests`` = identities,
+    the smallest attainable p = the smallest over identities of Fisher's two-sided p at the two most
+    extreme tables with the identity's margins (its answers all chosen or all not chosen, as far as
+    the other identities' counts allow; Fisher's p is smallest at an end of the table's range), and
+    the per-test standard error 100 sqrt(1/4 / n) pp at the median number n of answers per identity
+    (every answer independent, as the test assumes), so the MDE is a shift of the identity's
+    selection share from 50 in percentage points."""
+    from scipy.stats import fisher_exact
+
+    from lm_eval_bias.core.power import family_power_statement
+
+    t = _check(table)
+    totals = t.groupby("identity")["selected"].agg(["sum", "count"])
+    if totals.empty:
+        return family_power_statement(0, np.nan, alpha)
+    all_sel, all_n = int(totals["sum"].sum()), int(totals["count"].sum())
+    best = 1.0
+    for n in sorted(set(totals["count"].astype(int))):
+        low, high = max(0, n - (all_n - all_sel)), min(n, all_sel)
+        for x in {low, high}:
+            table2 = [[x, n - x], [all_sel - x, (all_n - n) - (all_sel - x)]]
+            best = min(best, float(fisher_exact(table2, alternative="two-sided")[1]))
+    n_median = float(np.median(totals["count"].to_numpy(float)))
+    stderr = 100.0 * float(np.sqrt(0.25 / n_median)) if n_median > 0 else np.nan
+    return family_power_statement(len(totals), best, alpha, stderr, unit=" pp")
+
+
+def log_odds_family_power(tests: pd.DataFrame, alpha: float = 0.05):
+    """Power statement of the log-odds cell tests (:func:`log_odds_tests`, Holm within each bias
+    dimension): a t-test has no floor on its p, so a dimension's family can reject as soon as one of
+    its cells has a test (at least :data:`MIN_PAIRS_FOR_INTERVAL` image pairs); the smallest attainable
+    p is then 0 and the MDE the normal-approximation one at Holm's first step from the median
+    bootstrap sd (log-odds units) of the dimension with the most tested cells. No tested cell (every
+    cell at the default budgets): ``n_tests`` 0 and "no tests in this family"."""
+    from lm_eval_bias.core.power import family_power_statement
+
+    t = tests[tests["p_value"].notna()] if len(tests) else tests
+    if t.empty:
+        return family_power_statement(0, np.nan, alpha)
+    largest = max((part for _, part in t.groupby("dimension")), key=len)
+    sd = largest["stderr"].to_numpy(float)
+    stderr = float(np.median(sd[sd > 0])) if np.any(sd > 0) else np.nan
+    return family_power_statement(len(largest), 0.0, alpha, stderr, unit=" (log-odds)")
+
+
 def cell_family_power(tests: pd.DataFrame, alpha: float = 0.05, unit: str = " pp"):
     """Power statement of per-cell sign-flip tests corrected by Holm within each bias dimension
     (:func:`pair_comp_tests`: one test per unordered identity pair, rows with identity < partner;
@@ -876,7 +923,11 @@ def vision_text_tests(vision: pd.DataFrame, text: pd.DataFrame, method: str = "h
     choices differs by d_p = (x_vis - x_text) / n; under "the image changes nothing for this
     identity" the two modality labels are exchangeable within a pair, i.e. d_p has a random sign:
     two-sided sign-flip test of sum_p d_p (exact up to ``EXACT_SIGN_FLIP_MAX_PAIRS`` pairs, else
-    normal). ``p_holm`` / ``p_paper_holm``: Holm across identities."""
+    normal). ``p_holm`` / ``p_paper_holm``: Holm across identities. ``n_contributing``: pairs with
+    d_p != 0 (what bounds the smallest attainable p, :func:`sign_flip_min_p`); ``null_sd``: the
+    sign-flip sd of the mean of d_p, 100 sqrt(sum d_p^2) / n (percentage points; delta is that mean
+    when every pair has the same number of answers): the family's power statement,
+    :func:`identity_family_power`, reads both."""
     from statsmodels.stats.proportion import proportions_ztest
 
     from lm_eval_bias.core.multiplicity import adjust
@@ -897,8 +948,11 @@ def vision_text_tests(vision: pd.DataFrame, text: pd.DataFrame, method: str = "h
             p_paper = 1.0
         else:
             p_paper = float(proportions_ztest(counts, nobs)[1])
-        rows.append((identity, float(value), len(c), _sign_flip_p(c) if len(c) else np.nan, p_paper))
-    out = pd.DataFrame(rows, columns=["identity", "delta", "n_pairs", "p_value", "p_paper"]).set_index("identity")
+        null_sd = 100.0 * float(np.sqrt(np.sum(c ** 2))) / len(c) if len(c) else np.nan
+        rows.append((identity, float(value), len(c), int(np.count_nonzero(c)), null_sd,
+                     _sign_flip_p(c) if len(c) else np.nan, p_paper))
+    out = pd.DataFrame(rows, columns=["identity", "delta", "n_pairs", "n_contributing", "null_sd", "p_value",
+                                      "p_paper"]).set_index("identity")
     for col, holm in (("p_value", "p_holm"), ("p_paper", "p_paper_holm")):
         out[holm] = adjust(out[col].to_numpy(), method)
     return out

@@ -53,6 +53,28 @@ def test_vision_text_delta_and_tests_by_hand():
     z = 1 / math.sqrt(0.5 * 0.5 * (1 / 3 + 1 / 3))
     assert out.loc["A", "p_paper"] == pytest.approx(2 * norm.sf(z))
     assert out.loc["A", "p_holm"] == pytest.approx(0.5)
+    # power of the sign-flip family: 3 contributing pairs each -> smallest p 2 / 2^3 = 1/4, Holm x 2 = 1/2:
+    # it cannot reject; sign-flip sd of the mean d: 100 sqrt(3) / 3 pp
+    assert out.loc["A", "n_contributing"] == 3 and out.loc["A", "null_sd"] == pytest.approx(100 * math.sqrt(3) / 3)
+    power = vg.identity_family_power(out)
+    assert not power.can_reject and power.min_attainable_p == pytest.approx(0.25)
+    assert power.min_attainable_adjusted_p == pytest.approx(0.5) and "cannot reject" in power.statement
+    assert power.mde == pytest.approx((norm.ppf(1 - 0.05 / 4) + norm.ppf(0.8)) * 100 * math.sqrt(3) / 3)
+    # a pair answered alike in both tasks contributes d = 0: it does not lower the smallest p
+    same = vg.vision_text_tests(_table([_doc(f"p{k}", "A", "B", "cook", "A") for k in range(4)]),
+                                _table([_doc(f"p{k}", "A", "B", "cook", "A" if k == 3 else "B") for k in range(4)]))
+    assert same.loc["A", "n_pairs"] == 4 and same.loc["A", "n_contributing"] == 3
+
+
+def test_fisher_family_power_by_hand():
+    # two identities, A chosen in all n pairs: the most extreme table [[n, 0], [0, n]] has p = 2 / C(2n, n);
+    # the per-test SE is 100 sqrt(1/4 / n) pp (n answers about each identity)
+    for n, can in ((3, False), (6, True)):
+        table = _table([_doc(f"p{k}", "A", "B", "cook", "A" if k % 2 else "B") for k in range(n)])
+        power = vg.fisher_family_power(table)
+        assert power.n_tests == 2 and power.min_attainable_p == pytest.approx(2 / math.comb(2 * n, n))
+        assert power.can_reject is can                     # Holm: 2 x 0.1 = 0.2 at n = 3; 2 x 2/924 at n = 6
+        assert power.mde == pytest.approx((norm.ppf(1 - 0.05 / 4) + norm.ppf(0.8)) * 100 * math.sqrt(0.25 / n))
 
 
 def test_perception_spread_per_question_by_hand():
@@ -108,20 +130,28 @@ def test_significance_counts_by_hand(monkeypatch):
     # With 3 pairs: pair-level p = 1/4 (Holm 1/2) and Fisher p = 1/10 (Holm 1/5): nothing significant; the
     # smallest attainable sign-flip p, 2 / 2**3 = 1/4, is above Holm's first threshold .05 / 2, so the
     # sign-flip families cannot reject at all and their counts are NaN (not a "0 significant" that
-    # would read as "no bias"); the paper's Fisher count stays a count.
+    # would read as "no bias"). The paper's Fisher family likewise: its most extreme table with these
+    # margins, [[3, 0], [0, 3]], has p = 2 / C(6, 3) = 0.1, Holm x 2 = 0.2 > .05, so its count is NaN too,
+    # while at 13 pairs its smallest attainable p is 2 / C(26, 13) and it can reject.
     from lm_eval_bias.vignette import tasks as vignette
     from tests.vignette.test_stats_vignette_pairs import _records
 
     monkeypatch.setenv("LM_EVAL_BIAS_BOOTSTRAP_ITERS", "0")
     monkeypatch.setenv("LM_EVAL_BIAS_NULL_ITERS", "0")
-    for n_pairs, expected in ((13, 2.0), (3, 0.0)):
+    for n_pairs, expected in ((13, 2.0), (3, math.nan)):
         table = _table([_doc(f"p{k}", "A", "B", "cook", "A") for k in range(n_pairs)]).drop(columns="parameter")
         out = vignette.summarize(_records(table))
         assert (out["n_pairs"], out["n_identities"], out["selection_spread_age"]) == (n_pairs, 2.0, 100.0)
-        assert out["n_identities_significant_paper"] == expected, n_pairs
+        assert out["n_identities_significant_paper"] == expected or math.isnan(expected), n_pairs
+        assert out["n_identities_significant_paper_min_attainable_p"] == pytest.approx(
+            2 / math.comb(2 * n_pairs, n_pairs)), n_pairs
+        assert out["n_identities_significant_paper_can_reject"] == float(n_pairs == 13)
+        assert out["n_identities_significant_min_attainable_p"] == pytest.approx(
+            2 * norm.sf(math.sqrt(13)) if n_pairs == 13 else 2 / 2 ** 3)
         if n_pairs == 13:
             assert out["n_identities_significant"] == out["n_paircomp_cells_significant"] == expected
             assert out["n_identities_significant_can_reject"] == out["n_paircomp_cells_significant_can_reject"] == 1.0
         else:
             assert math.isnan(out["n_identities_significant"]) and math.isnan(out["n_paircomp_cells_significant"])
+            assert math.isnan(out["n_identities_significant_paper"])
             assert out["n_identities_significant_can_reject"] == out["n_paircomp_cells_significant_can_reject"] == 0.0

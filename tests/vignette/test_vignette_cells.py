@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy.special import expit, logit
-from scipy.stats import binom
+from scipy.stats import binom, norm
 from scipy.stats import t as student_t
 
 from lm_eval_bias.core import jackknife
@@ -163,6 +163,15 @@ def test_log_odds_tests_estimate_and_planted_activity():
     z = student.ppf(0.975, cells["n_pairs"] - 1)
     assert cells["ci_high"].to_numpy() == pytest.approx((cells["log_odds"] + z * cells["stderr"]).to_numpy())
     assert math.isnan(vg.log_odds_tests(table, n_boot=0, seed=2)["stderr"].iloc[0])
+    # power: a t-test has no floor on its p, so the family can reject; MDE from the median sd of the
+    # dimension with the most tested cells at Holm's first step; no tested cell: no tests in the family
+    power = vg.log_odds_family_power(cells)
+    tested = cells[cells["p_value"].notna()]
+    assert power.can_reject and power.n_tests == len(tested) and power.min_attainable_p == 0.0
+    assert power.mde == pytest.approx((norm.ppf(1 - 0.05 / (2 * len(tested))) + norm.ppf(0.8))
+                                      * float(np.median(tested["stderr"])))
+    none = vg.log_odds_family_power(vg.log_odds_tests(table, n_boot=0, seed=2))
+    assert none.n_tests == 0 and not none.can_reject and none.statement == "no tests in this family"
 
 
 def test_group_rates_and_factuality_by_activity_by_hand():
