@@ -21,13 +21,12 @@ def values(task: str, records: list[dict[str, Any]], summary: Any = None) -> dic
     return out
 
 
-def category_power(out: dict[str, float]) -> dict[str, float]:
-    """Power of each per-category Holm family (:func:`lm_eval_bias.core.power.family_power_statement`):
-    for Cons, CC-AUC and SR-AUC, ``<m>_categories_can_reject`` (1 / 0: whether the smallest attainable
-    permutation p-value, 1 / (LM_EVAL_BIAS_NULL_ITERS + 1), Holm-adjusted over the categories with a
-    test, is below 0.05), ``<m>_categories_min_attainable_p`` and ``<m>_categories_mde`` (the effect
-    above the null floor detected with 80 % power at the first Holm step, from the mean per-category
-    bootstrap standard error)."""
+def category_power_statements(out: dict[str, float]) -> dict[str, Any]:
+    """The power statement (:class:`lm_eval_bias.core.power.FamilyPower`) of each per-category Holm
+    family with a test in ``out`` (the analysis keys): for Cons, CC-AUC and SR-AUC, the categories with
+    a finite ``<metric>_<category>_p_null``, the smallest attainable permutation p-value
+    1 / (LM_EVAL_BIAS_NULL_ITERS + 1) and the mean per-category bootstrap standard error (the MDE above
+    the null floor at the first Holm step, 80 % power). Metric -> statement; none without permutations."""
     import math
 
     import numpy as np
@@ -36,7 +35,7 @@ def category_power(out: dict[str, float]) -> dict[str, float]:
     from lm_eval_bias.core.power import family_power_statement
 
     n_perm, _ = null_settings()
-    power: dict[str, float] = {}
+    statements: dict[str, Any] = {}
     for metric in ("consistency", "cc_auc", "sr_auc"):
         tested = [category_key(c) for c in CATEGORIES
                   if math.isfinite(float(out.get(f"{metric}_{category_key(c)}_p_null", math.nan)))]
@@ -44,7 +43,19 @@ def category_power(out: dict[str, float]) -> dict[str, float]:
             continue
         errors = [float(out.get(f"{metric}_{c}_stderr", math.nan)) for c in tested]
         stderr = float(np.nanmean(errors)) if np.isfinite(errors).any() else math.nan
-        statement = family_power_statement(len(tested), 1.0 / (n_perm + 1), stderr=stderr)
+        statements[metric] = family_power_statement(len(tested), 1.0 / (n_perm + 1), stderr=stderr)
+    return statements
+
+
+def category_power(out: dict[str, float]) -> dict[str, float]:
+    """Power of each per-category Holm family (:func:`category_power_statements`): for Cons, CC-AUC and
+    SR-AUC, ``<m>_categories_can_reject`` (1 / 0: whether the smallest attainable permutation p-value,
+    1 / (LM_EVAL_BIAS_NULL_ITERS + 1), Holm-adjusted over the categories with a test, is below 0.05),
+    ``<m>_categories_min_attainable_p`` and ``<m>_categories_mde`` (the effect above the null floor
+    detected with 80 % power at the first Holm step, from the mean per-category bootstrap standard
+    error)."""
+    power: dict[str, float] = {}
+    for metric, statement in category_power_statements(out).items():
         power[f"{metric}_categories_can_reject"] = float(statement.can_reject)
         power[f"{metric}_categories_min_attainable_p"] = statement.min_attainable_p
         power[f"{metric}_categories_mde"] = statement.mde

@@ -175,6 +175,7 @@ def render(runs: list[TaskRun], w: Writer) -> Part:
                                                                 "paper's Table 3 comparison: see the next table).",
                                 no_interval="Intervals: the per-task key tables below (…_<category>_ci_low/_ci_high)."))
     _same_pairs(with_pairs, w, part)
+    _category_power(runs, part)
     human_rows = {}
     from lm_eval_bias.core.aggregation import bootstrap_settings as boot_settings
 
@@ -220,6 +221,19 @@ def render(runs: list[TaskRun], w: Writer) -> Part:
                                                                         "intervals: " + INTERVAL_TEXT + "."))
         _by_source(run, pairs, w, part)
     return part
+
+
+def _category_power(runs: list[TaskRun], part: Part) -> None:
+    """Beside the per-category tests (their Holm-adjusted p-values in the key tables): whether each
+    family can reject at the run's design and its MDE (:func:`lm_eval_bias.cf_vqa.analysis.category_power_statements`)."""
+    from lm_eval_bias.cf_vqa.analysis import category_power_statements
+
+    for run in runs:
+        statements = category_power_statements(run.metrics)
+        if statements:
+            text = "; ".join(f"{m}: {st.statement}" for m, st in statements.items())
+            part.details.append(note(f"{run.task}: power of the per-category tests (Holm over the categories, "
+                                     f"`<metric>_<category>_p_holm`) — {text}.", "note"))
 
 
 def _same_pairs(with_pairs, w: Writer, part: Part) -> None:

@@ -22,13 +22,12 @@ def values(task: str, records: list[dict[str, Any]], summary: Any = None) -> dic
     return out
 
 
-def ingroup_power(out: dict[str, float], records: list[dict[str, Any]]) -> dict[str, float]:
+def ingroup_power_statement(out: dict[str, float], records: list[dict[str, Any]]):
     """Power of the in-group task's Holm family {in-group, out-group} (Table 3;
-    :func:`lm_eval_bias.core.power.family_power_statement`): ``ingroup_family_can_reject`` (1 / 0),
-    ``ingroup_family_min_attainable_p`` (the smaller of the two exact one-sided binomial tests' smallest
-    p-values, chance^n with n the valid answers behind the rate) and ``ingroup_family_mde`` (rate above
-    chance detected with 80 % power at the first Holm step, binomial standard error at chance, the two
-    tests' mean). Empty for other tasks."""
+    :func:`lm_eval_bias.core.power.family_power_statement`), or None for other tasks: the smallest
+    attainable p is the smaller of the two exact one-sided binomial tests' smallest p-values, chance^n
+    with n the valid answers behind the rate; the MDE is the rate above chance detected with 80 % power
+    at the first Holm step from the binomial standard error at chance (the two tests' mean)."""
     import math
 
     from lm_eval_bias.core.power import family_power_statement
@@ -36,10 +35,10 @@ def ingroup_power(out: dict[str, float], records: list[dict[str, Any]]) -> dict[
 
     rates = ("ingroup_rate", "outgroup_rate")
     if not records or not all(f"{r}_p_null" in out for r in rates):
-        return {}
+        return None
     attributes = {r.get("attribute") for r in records}
     if len(attributes) != 1 or next(iter(attributes)) not in tasks.CLASSES:
-        return {}
+        return None
     table = stats.tabulate([stats.FactOrFairRecord.from_dict(r) for r in records], tasks.CLASSES[attributes.pop()])
     smallest, errors = [], []
     for rate in rates:
@@ -49,8 +48,16 @@ def ingroup_power(out: dict[str, float], records: list[dict[str, Any]]) -> dict[
             smallest.append(chance ** n)
             errors.append(math.sqrt(chance * (1 - chance) / n))
     if not smallest:
+        return None
+    return family_power_statement(len(rates), min(smallest), stderr=sum(errors) / len(errors), unit=" (rate above chance)")
+
+
+def ingroup_power(out: dict[str, float], records: list[dict[str, Any]]) -> dict[str, float]:
+    """The keys of :func:`ingroup_power_statement`: ``ingroup_family_can_reject`` (1 / 0),
+    ``ingroup_family_min_attainable_p`` and ``ingroup_family_mde``. Empty for other tasks."""
+    statement = ingroup_power_statement(out, records)
+    if statement is None:
         return {}
-    statement = family_power_statement(len(rates), min(smallest), stderr=sum(errors) / len(errors))
     return {"ingroup_family_can_reject": float(statement.can_reject),
             "ingroup_family_min_attainable_p": statement.min_attainable_p, "ingroup_family_mde": statement.mde}
 

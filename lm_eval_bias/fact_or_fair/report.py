@@ -65,6 +65,22 @@ def _headlines(runs: list[TaskRun], part: Part) -> None:
         more.append(metric(NAME, run, "s_e"))
         part.headlines.append(Headline(run.task, f"{context} context ({attribute}): {CONTEXT_WORDS[rates[0]]}", lead,
                                        f"{run.n_samples} queries", more, bool(run.partial)))
+        if context == "ingroup":
+            part.details.append(_ingroup_power_note(run))
+
+
+def _ingroup_power_note(run: TaskRun):
+    """Beside the in-group / out-group tests (Holm over the two): whether the run's design can reject and
+    its MDE (:func:`lm_eval_bias.fact_or_fair.analysis.ingroup_power_statement`); without logged samples
+    the note says where the statement is."""
+    from lm_eval_bias.fact_or_fair.analysis import ingroup_power_statement
+
+    statement = ingroup_power_statement(run.metrics, run.records or [])
+    if statement is None:
+        return note(f"{run.task}: the power of its in-group / out-group tests (Holm over the two) needs the run's "
+                    "samples (--log_samples).", "note")
+    return note(f"{run.task}: power of the in-group / out-group tests (Holm over the two) — {statement.statement}.",
+                "note")
 
 
 def defined_score(run: TaskRun, key: str) -> tuple[float, Interval]:

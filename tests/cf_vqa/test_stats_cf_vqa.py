@@ -94,3 +94,24 @@ def test_category_family_power_statement_by_hand(monkeypatch):
     assert "cc_auc_categories_can_reject" not in power  # no per-category test of it in the results
     monkeypatch.setenv("LM_EVAL_BIAS_NULL_ITERS", "50")
     assert category_power(out)["consistency_categories_can_reject"] == 0.0  # 5 / 51 > 0.05
+
+
+def test_category_power_note_in_the_report(monkeypatch):
+    """The report prints each per-category family's power sentence beside its Holm p-values; none for a
+    run without per-category tests."""
+    from lm_eval_bias.cf_vqa.report import _category_power
+    from lm_eval_bias.cf_vqa.schema import CATEGORIES, category_key
+    from lm_eval_bias.report.render import Part
+    from lm_eval_bias.report.runs import TaskRun
+
+    metrics = {}
+    for c in CATEGORIES:
+        metrics[f"consistency_{category_key(c)}_p_null"] = 0.2
+        metrics[f"consistency_{category_key(c)}_stderr"] = 0.02
+    monkeypatch.setenv("LM_EVAL_BIAS_NULL_ITERS", "50")
+    part = Part()
+    _category_power([TaskRun("cf_vqa", metrics, None, None, []), TaskRun("cf_vqa_baep", {}, None, None, [])], part)
+    assert len(part.details) == 1
+    text = part.details[0].caption
+    assert text.startswith("cf_vqa: power of the per-category tests") and "consistency: 5 tests" in text
+    assert "cannot reject" in text and "smallest attainable p 0.02" in text  # 1 / 51, Holm x 5 > 0.05

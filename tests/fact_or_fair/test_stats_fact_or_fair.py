@@ -146,3 +146,24 @@ def test_ingroup_family_power_statement_by_hand():
     # 4 and 3 answers: 2 * 0.5^4 = 0.125 -> this design cannot reject
     assert ingroup_power(out, records[2:9])["ingroup_family_can_reject"] == 0.0
     assert ingroup_power({}, records) == {}  # not an in-group task
+
+
+def test_ingroup_power_note_in_the_report_beside_the_tests():
+    """The report states the in-group family's power next to its Holm p-values (the analysis keys'
+    sentence), and says where it is when the run has no logged samples."""
+    from lm_eval_bias.fact_or_fair.report import _ingroup_power_note
+    from lm_eval_bias.report.runs import TaskRun
+
+    def record(statistic, chosen):
+        return {"statistic": statistic, "side": "highest", "status": "valid", "chosen": chosen, "true_group": "male",
+                "context": "ingroup", "background_group": "male", "attribute": "gender"}
+
+    records = [record("Employment Rate", g) for g in ("male",) * 4 + ("female",) * 2]
+    records += [record("Crime Rate", g) for g in ("male", "female", "female", "female")]
+    metrics = {"ingroup_rate_p_null": 0.3, "outgroup_rate_p_null": 0.3}
+    text = _ingroup_power_note(TaskRun("fact_or_fair_subjective_ingroup_gender", metrics, records, 10, [])).caption
+    assert "the design can reject" in text and "smallest attainable p 0.016" in text and "rate above chance" in text
+    text = _ingroup_power_note(TaskRun("fact_or_fair_subjective_ingroup_gender", metrics, records[2:9], 7, [])).caption
+    assert "cannot reject" in text and "a count of 0 significant says nothing" in text
+    text = _ingroup_power_note(TaskRun("fact_or_fair_subjective_ingroup_gender", metrics, None, 7, [])).caption
+    assert "--log_samples" in text
