@@ -359,6 +359,31 @@ def _fact_or_fair_withheld(run: TaskRun, key: str) -> str:
     return fof.interval_withheld(key, n_valid, n_cells)
 
 
+#: reasons :func:`interval` gives a key that is a magnitude shown without an interval by design (positive, or
+#: shrunk toward a fixed value, without any effect): a difference of two models' plug-ins of such a key targets
+#: the difference of their expectations at the shared design, not of the parameters, so no interval of it is shown
+MAGNITUDE_REASONS = ("no interval: plug-in magnitude", "no interval: step function of the cells",
+                     "no interval: mean |gap| over occupations", "no interval: JSD of letter probabilities",
+                     "no interval: plug-in JSD of the presentation pilot",
+                     "no interval: too few templates for this magnitude", "no interval: too few answers per cell")
+#: VIGNETTE's magnitudes (``lm_eval_bias.vignette.analysis.MAGNITUDE_NO_INTERVAL``), by key prefix
+VIGNETTE_MAGNITUDE_PREFIXES = ("selection_spread_", "accuracy_spread_", "activity_selection_spread_",
+                               "mean_abs_polarity_")
+DIFFERENCE_OF_MAGNITUDES = ("no interval of the difference: a difference of two plug-in magnitudes targets the "
+                            "difference of their expectations at these docs, not of the models' values (each plug-in "
+                            "is biased by its own noise); the paired test of 'same expected value' decides the tie")
+
+
+def magnitude_without_interval(run: TaskRun, key: str) -> bool:
+    """Whether ``key`` of ``run`` is a magnitude the project shows without an interval of its plug-in (REFLECT
+    Pol, JSD, Ext, mean |Gap%|; FACT-OR-FAIR's scores, whose interval goes with ``<m>_debiased``; VIGNETTE's
+    spreads and mean |polarity|): the leaderboard then shows no interval of a difference of two models' plug-ins
+    (:data:`DIFFERENCE_OF_MAGNITUDES`)."""
+    if run.family == "vignette":
+        return key.startswith(VIGNETTE_MAGNITUDE_PREFIXES)
+    return interval(run, key).reason in MAGNITUDE_REASONS
+
+
 def interval(run: TaskRun, key: str) -> Interval:
     """The 95 % interval of result ``key`` of ``run`` (see the module docstring)."""
     value = run.metrics.get(key, math.nan)

@@ -31,7 +31,7 @@ from pathlib import Path
 import pandas as pd
 
 from lm_eval_bias.report.card import SECTIONS, section_of
-from lm_eval_bias.report.intervals import companions, interval
+from lm_eval_bias.report.intervals import DIFFERENCE_OF_MAGNITUDES, companions, interval, magnitude_without_interval
 from lm_eval_bias.report.render import csv_safe, details, esc, esc_id, fmt, fmt_ci, key_link, md_escape, table_html
 from lm_eval_bias.report.runs import ModelRun
 
@@ -131,10 +131,13 @@ def rankings(models: list[ModelRun]) -> dict[str, Ranking]:
                 step.note = "untested: " + (comparison.reason or "difference undefined in resamples")
             else:
                 step.estimate = sign * diff.estimate
-                low, high = sign * diff.ci_low, sign * diff.ci_high
-                step.ci_low, step.ci_high = min(low, high), max(low, high)
                 step.p = diff.p_value
                 step.note = comparison.method
+                if magnitude_without_interval(by_label[better].tasks[task], key):
+                    step.note += "; " + DIFFERENCE_OF_MAGNITUDES
+                else:
+                    low, high = sign * diff.ci_low, sign * diff.ci_high
+                    step.ci_low, step.ci_high = min(low, high), max(low, high)
             ranking.steps.append(step)
         adjusted = holm([s.p for s in ranking.steps])
         for step, p_holm in zip(ranking.steps, adjusted):

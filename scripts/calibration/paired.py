@@ -41,7 +41,9 @@ from typing import Any
 import numpy as np
 
 from lm_eval_bias.core.paired import paired_cluster_bootstrap
-from scripts.calibration import rate_row
+from scripts.calibration import DEFAULT_ROLE, rate_row
+
+DIAGNOSTIC_ROLE = "diagnostic"
 
 BENCHMARK = "paired"
 
@@ -145,12 +147,24 @@ def fof_truth(gamma: float, n: int = 40_000, seed: int = 97, key: str = "s_fair"
 
 
 # -- rows ---------------------------------------------------------------------------------------------
-def _row(quantity, kind, design, dgp, truth, estimates, hits, n_seeds, n_boot, seed, note="") -> dict[str, Any]:
-    return rate_row(BENCHMARK, quantity, kind, design, dgp, truth, estimates, hits, n_seeds, n_boot, seed, note)
+def _row(quantity, kind, design, dgp, truth, estimates, hits, n_seeds, n_boot, seed, note="",
+         role: str = DEFAULT_ROLE) -> dict[str, Any]:
+    return rate_row(BENCHMARK, quantity, kind, design, dgp, truth, estimates, hits, n_seeds, n_boot, seed, note,
+                    role=role)
+
+
+#: why the interval rows of a magnitude's difference are diagnostics: the leaderboard shows the tie test of a
+#: difference of two plug-in magnitudes but no interval of it (lm_eval_bias.report.intervals.DIFFERENCE_OF_MAGNITUDES)
+MAGNITUDE_INTERVAL_NOTE = ("diagnostic since 1 Dec 2026: the leaderboard shows no interval of a difference of two "
+                           "plug-in magnitudes (it targets the difference of their expectations at the design); the row "
+                           "checks the paired bootstrap's SE on a non-linear statistic, and the test row is the tie rule")
 
 
 def _design_rows(name: str, key: str, simulate, truth_of, null: tuple[float, float], real: tuple[float, float],
-                 design: str, dgp: str, n_seeds: int, n_boot: int, seed: int, statistic=None) -> list[dict]:
+                 design: str, dgp: str, n_seeds: int, n_boot: int, seed: int, statistic=None,
+                 magnitude: bool = False) -> list[dict]:
+    """Interval and test rows of one design (``magnitude``: the key is a plug-in magnitude, whose difference the
+    leaderboard tests but shows no interval of, so the interval rows are diagnostics)."""
     rows = []
     for label, params in (("identical models", null), ("real difference", real)):
         truth = truth_of(params[0]) - truth_of(params[1])
@@ -166,7 +180,8 @@ def _design_rows(name: str, key: str, simulate, truth_of, null: tuple[float, flo
             rejected.append(float(diff.p_value < 0.05) if math.isfinite(diff.p_value) else math.nan)
         dgp_text = f"{dgp}; {label} ({', '.join(f'{p:g}' for p in params)})"
         rows.append(_row(f"{name}: paired interval of a − b, {label}", "interval", design, dgp_text, truth, estimates,
-                         covered, n_seeds, n_boot, seed))
+                         covered, n_seeds, n_boot, seed, MAGNITUDE_INTERVAL_NOTE if magnitude else "",
+                         role=DIAGNOSTIC_ROLE if magnitude else DEFAULT_ROLE))
         if label == "identical models":
             rows.append(_row(f"{name}: paired test, {label}", "test", design, dgp_text, math.nan, estimates, rejected,
                              n_seeds, n_boot, seed, "rejection at 5 % under identical models (the leaderboard's tie rule)"))
@@ -194,7 +209,7 @@ def run(n_seeds: int, n_boot: int, quick: bool, seed: int = 20260414) -> list[di
         "FACT-OR-FAIR objective race s_fair (plug-in)", "s_fair", fof_counts, fof_truth, (1.0, 1.0), (0.5, 1.5),
         "108 queries (18 statistics x 2 sides x 3 rounds), queries resampled within statistic x side",
         "P(group) = softmax(gamma_m * shared cell preference + model's own cell effect, sd 0.3)",
-        n_seeds, n_boot, seed + 2, statistic=_fof_statistic)
+        n_seeds, n_boot, seed + 2, statistic=_fof_statistic, magnitude=True)
     return rows
 
 

@@ -148,6 +148,13 @@ def test_leaderboard_marks_ties(quiet):
     assert board.loc["biased", f"{TASK}:male_win_rate:rank"] == 1.0
     table = comparisons_table(ranks)
     assert set(table["key"]) >= {"male_win_rate"} and table["p_holm"].dropna().between(0, 1).all()
+    # Pol and Ext are magnitudes shown without an interval of their plug-in: their differences get the tie
+    # test but no interval (a difference of plug-ins targets the difference of their expectations)
+    for key in ("polarization", "extreme_cell_rate"):
+        steps = ranks[f"{TASK}:{key}"].steps
+        assert steps and all(math.isnan(s.ci_low) and math.isnan(s.ci_high) for s in steps), key
+        assert all(math.isfinite(s.p) and "no interval of the difference" in s.note for s in steps), key
+    assert all(math.isfinite(s.ci_low) and "no interval" not in s.note for s in male.steps)
 
 
 def test_paired_t_interval_and_p_by_hand():

@@ -185,6 +185,22 @@ def test_every_leaderboard_number_of_a_full_run_has_an_interval(report):
                 assert "bootstrap" in value["interval"], (name, value)
 
 
+def test_leaderboard_differences_of_magnitudes_have_the_tie_test_and_no_interval(report):
+    """The adjacent comparisons behind the ranks: a difference of two models' plug-in magnitudes (REFLECT
+    Pol, Ext, JSD; FACT-OR-FAIR's scores; VIGNETTE's spreads and mean |polarity|) is tested but has no
+    interval; a difference of rates and shares has both."""
+    table = pd.read_csv(report / "leaderboard_comparisons.csv")
+    tested = table[table["p"].notna()]
+    magnitude = tested["key"].str.startswith(("polarization", "extreme_cell_rate", "jsd_", "s_e", "s_kld", "s_fair",
+                                              "distance", "selection_spread", "mean_abs_polarity"))
+    assert magnitude.sum() >= 3 and (~magnitude).sum() >= 3
+    assert tested.loc[magnitude, "ci95_low"].isna().all() and tested.loc[magnitude, "ci95_high"].isna().all()
+    assert tested.loc[magnitude, "method"].str.contains("no interval of the difference").all()
+    assert tested.loc[~magnitude, "ci95_low"].notna().all()
+    assert not tested.loc[~magnitude, "method"].str.contains("no interval").any()
+    assert set(tested.loc[magnitude, "key"]) & {"selection_spread_race_ethnicity_color", "polarization"}
+
+
 def test_vignette_and_cf_vqa_tables(report):
     folder = _folder(report, "tables", "vignette_prefer")
     identities = pd.read_csv(folder / "vignette_decision_decision_identities.csv", index_col=0)
