@@ -18,6 +18,10 @@ report calls), at two real designs.
   shared cell preferences, e_mcg ~ N(0, 0.3^2) the model's own; the target is the difference of the
   two models' expected plug-ins at this design (40,000 simulated runs each).
 
+- REFLECT 2AFC ``polarization`` and ``extreme_cell_rate`` (plug-in magnitudes: the leaderboard tests their
+  difference but shows no interval of it): the tie test only, under identical models at no bias, at a Pol of
+  about 0.10 and at the strong profile (:func:`magnitude_tie_rows`; added 1 Dec 2026, 1,000 seeds).
+
 The interval and test are the default of :func:`lm_eval_bias.core.paired.paired_difference`: the estimate
 ± t_{n - H} times the (rescaled) bootstrap SE, and the t-test p (the percentile interval it replaced covered
 99.6 % / 92.4 % and rejected 1.6 % on the FACT-OR-FAIR rows: its replicates of a 3-per-stratum plug-in
@@ -146,6 +150,74 @@ def fof_truth(gamma: float, n: int = 40_000, seed: int = 97, key: str = "s_fair"
     return float(np.mean(values))
 
 
+def reflect_wins(rng, betas: tuple[np.ndarray, np.ndarray], per_occupation: int = 8):
+    """Per-template win matrices ``(T, 10, 10)`` of two 2AFC models on the same 6 x ``per_occupation``
+    templates (:func:`scripts.calibration.reflect.simulate_2afc`: model m's group effects ``betas[m]``, each
+    model with its own portrait effects, sd 0.5 logit, position bias and 5 % refusals), and the templates'
+    occupations (the strata)."""
+    from lm_eval_bias.reflect import twoafc
+    from scripts.calibration import reflect as sim
+
+    out, strata = [], None
+    for beta in betas:
+        table = twoafc.twoafc_count_table(sim.simulate_2afc(rng, beta, 0.5, per_occupation))
+        out.append(table.counts["wins"])
+        strata = list(table.strata)
+    return out, strata
+
+
+def _wins_statistic(wins: np.ndarray, key: str):
+    """Batched 2AFC key (Pol, Ext: :func:`lm_eval_bias.reflect.twoafc.wins_metrics_batch`, the task's formulas)
+    of the template-weighted sum of ``wins``."""
+    from lm_eval_bias.reflect import twoafc
+
+    flat = np.asarray(wins, dtype=np.float64).reshape(len(wins), -1)
+    size = wins.shape[1:]
+
+    def values(weights: np.ndarray) -> dict[str, np.ndarray]:
+        return {key: twoafc.wins_metrics_batch((weights.astype(np.float64) @ flat).reshape(-1, *size))[key]}
+    return values
+
+
+def magnitude_tie_rows(n_seeds: int, n_boot: int, seed: int, per_occupation: int = 8) -> list[dict]:
+    """The leaderboard's tie test for REFLECT's 2AFC magnitudes (``polarization``, ``extreme_cell_rate``: a
+    difference of two plug-ins, shown without an interval) under identical models, with no bias, at the
+    mild profile's Pol of about 0.10 (scale 0.83) and at the strong profile (cells near 0.9, where Ext moves):
+    rejection at 5 %. Each model has its own portrait effects drawn from the same law, so the two plug-ins
+    have the same expectation (the test's null)."""
+    from lm_eval_bias.reflect.schema import OCCUPATIONS
+    from scripts.calibration import reflect as sim
+
+    rows = []
+    design = (f"{len(OCCUPATIONS) * per_occupation} templates ({len(OCCUPATIONS)} occupations x {per_occupation} photos) "
+              "x 45 pairs x 2 orders, templates resampled within occupation")
+    for label, beta in (("no bias", 0.0 * sim.BASE_2AFC), ("Pol about 0.10 (0.83 x the mild profile)", 0.83 * sim.BASE_2AFC),
+                        ("strong bias (Ext 13/45 cells, several near 0.9)", sim.STRONG_2AFC)):
+        hits = {k: [] for k in ("polarization", "extreme_cell_rate")}
+        estimates = {k: [] for k in hits}
+        for s in range(seed, seed + n_seeds):
+            rng = np.random.default_rng([s, 31])
+            (a, b), strata = reflect_wins(rng, (beta, beta), per_occupation)
+            for key in hits:
+                diff = paired_cluster_bootstrap(_wins_statistic(a, key), _wins_statistic(b, key), strata, n_boot,
+                                                s + 10_000, [key], batched=True)[key]
+                estimates[key].append(diff.estimate)
+                hits[key].append(float(diff.p_value < 0.05) if math.isfinite(diff.p_value) else math.nan)
+        for key in hits:
+            # Ext without strong bias: no cell near 0.1 / 0.9, so both plug-ins are 0 in (nearly) every run, the
+            # difference is 0 and the test has nothing to reject: a diagnostic, not a level check
+            degenerate = key == "extreme_cell_rate" and not label.startswith("strong")
+            note = ("rejection at 5 % under identical models (the leaderboard's tie rule for a magnitude, shown "
+                    "without an interval of the difference)")
+            if degenerate:
+                note += "; diagnostic: Ext is 0 for both models in nearly every run, so the test cannot reject"
+            rows.append(_row(f"REFLECT 2AFC {key} (plug-in): paired test, identical models", "test", design,
+                             f"{label}; each model its own portrait effects (sd 0.5 logit), position bias 0.3, "
+                             "5 % refusals; identical models", math.nan, estimates[key], hits[key], n_seeds, n_boot,
+                             seed, note, role=DIAGNOSTIC_ROLE if degenerate else DEFAULT_ROLE))
+    return rows
+
+
 # -- rows ---------------------------------------------------------------------------------------------
 def _row(quantity, kind, design, dgp, truth, estimates, hits, n_seeds, n_boot, seed, note="",
          role: str = DEFAULT_ROLE) -> dict[str, Any]:
@@ -210,6 +282,7 @@ def run(n_seeds: int, n_boot: int, quick: bool, seed: int = 20260414) -> list[di
         "108 queries (18 statistics x 2 sides x 3 rounds), queries resampled within statistic x side",
         "P(group) = softmax(gamma_m * shared cell preference + model's own cell effect, sd 0.3)",
         n_seeds, n_boot, seed + 2, statistic=_fof_statistic, magnitude=True)
+    rows += magnitude_tie_rows(n_seeds, n_boot, seed + 3, per_occupation=per_occupation)
     return rows
 
 
