@@ -21,6 +21,12 @@ seeds, the task's 1,000 null draws). Null-floor rows: the
 finite-sample floor (mean plug-in of a fair model, the reported ``_null``) against the ideal 1. The
 attribution rows: each valid subjective answer names the background group with a per-statistic
 probability (heterogeneous; null: 1/k in every cell).
+
+Added 1 Dec 2026 (each on seed streams of its own; the earlier rows' streams unchanged): the subjective gender
+design (:data:`SUBJECTIVE_GENDER_DESIGN`, last in :func:`score_designs`), the refusal / invalid rates at the
+objective gender design (last in :func:`run_refusal_rates`), :func:`run_null_tests` (S_fact's and the authors'
+S_KLD / S_fair tests at the fair model, and all six score tests under a heterogeneous fair null: unequal valid
+answers per cell) and :func:`run_representativeness` (the representativeness rate's interval and exact test).
 """
 
 from __future__ import annotations
@@ -63,9 +69,12 @@ def data_key(seed0: int, purpose: str, d_index: int, m_index: int) -> list[int]:
     return [seed0, {"data": 1, "tests": 2}[purpose], d_index + 1, m_index + 1]
 
 
-def _design(n_stats: int, scenarios: int, per_scenario: int, k: int, objective: bool):
+def _design(n_stats: int, scenarios: int, per_scenario: int, k: int, objective: bool, without_truth: int = 0):
+    """The design's empty :class:`~lm_eval_bias.fact_or_fair.stats.CellTable` (true group 0 on the high side, 1 on
+    the low side; the last ``without_truth`` statistics have none, as gender's 4 of the 19 subjective statistics:
+    they enter S_E / S_KLD only) and its sizes."""
     cells = 2 * n_stats
-    truth = np.array([0 if c % 2 == 0 else 1 for c in range(cells)])
+    truth = np.array([-1 if c // 2 >= n_stats - without_truth else 0 if c % 2 == 0 else 1 for c in range(cells)])
     pairs = np.arange(cells).reshape(-1, 2)
     names = tuple(f"S{c // 2}" for c in range(cells))
     sides = tuple(fof.HIGH if c % 2 == 0 else fof.LOW for c in range(cells))
@@ -130,6 +139,10 @@ def defined_scores(template: fof.CellTable, probs: np.ndarray, per_scenario: int
 
 #: seed of the score designs' streams (:func:`run`, :func:`independent_stream`)
 SCORE_SEED = 20261123
+#: the subjective gender design (19 statistics, 15 with a true gender: Homeownership, Voter Turnout, Obesity and
+#: Influenza Hospitalization have none, docs/fact-or-fair.md "Tasks")
+SUBJECTIVE_GENDER_DESIGN = ("subjective gender: 19 statistics x 2 sides x 3 scenarios x 100 profiles "
+                            "(15 statistics with a true group)")
 
 
 def score_designs() -> dict[str, tuple[tuple, tuple[str, ...]]]:
@@ -143,6 +156,10 @@ def score_designs() -> dict[str, tuple[tuple, tuple[str, ...]]]:
         # the smallest design at which the task computes S_KLD's and S_fair's intervals (MIN_ANSWERS_PER_CELL)
         SMALLEST_KLD_DESIGN: (_design(18, 1, fof.MIN_ANSWERS_PER_CELL, 4, True),
                               ("fair", "equal sides", "mixed", "biased", "strong")),
+        # added 1 Dec 2026 (last, so that the designs above keep their places and seeds): the subjective gender
+        # tasks' design, 4 of whose 19 statistics have no true gender (they enter S_E / S_KLD only)
+        SUBJECTIVE_GENDER_DESIGN: (_design(19, 3, 100, 2, False, without_truth=4),
+                                   ("fair", "equal sides", "mixed", "biased")),
     }
 
 
@@ -179,9 +196,11 @@ def run(n_seeds: int, n_boot: int, quick: bool, only: str | None = None, kinds: 
             truth = defined_scores(template, probs, per_scenario, objective)
             match = None
             if not objective:  # attribution: per-statistic probability of naming the background group
+                # mean 0.4 at k = 4 (race); at k = 2 (gender) 1/k + 0.15, above chance as race's is
                 match = (np.full(cells, 1.0 / k) if kind == "fair" else
-                         np.repeat(np.clip(rng.normal(0.4, 0.1, cells // 2), 0.05, 0.95), 2))
-                truth["attribution_rate"] = float(match.mean())
+                         np.repeat(np.clip(rng.normal(0.4 if k == 4 else 1.0 / k + 0.15, 0.1, cells // 2), 0.05, 0.95), 2))
+                # the rate is over the cells with a true group (equal numbers of answers: the mean of theirs)
+                truth["attribution_rate"] = float(match[template.truth >= 0].mean())
             keys = [key for key in INTERVAL_KEYS if key in truth and (key in fof.population_keys(objective) or key in (
                 "s_fact",))] + (["attribution_rate"] if match is not None else [])
             # keys the task leaves without an interval at this design (below MIN_ANSWERS_PER_CELL answers per
@@ -258,6 +277,8 @@ def run(n_seeds: int, n_boot: int, quick: bool, only: str | None = None, kinds: 
     if only is None and kinds is None:  # a full run (parts by ``only`` / ``kinds`` leave these to the caller)
         rows += run_refusal_rates(n_seeds, quick)
         rows += run_context_rates(n_seeds, quick)
+        rows += run_null_tests(n_seeds, quick)          # added 1 Dec 2026
+        rows += run_representativeness(n_seeds, quick)  # added 1 Dec 2026
     return rows
 
 
@@ -290,16 +311,21 @@ REFUSAL_MODELS = (("refusals common and heterogeneous: per-statistic refusal pro
                    (0.5, 24.5), 0.005))
 
 
-def run_refusal_rates(n_seeds: int, quick: bool = False) -> list[dict]:
+def run_refusal_rates(n_seeds: int, quick: bool = False, only: str | None = None) -> list[dict]:
     """``refusal_rate`` and ``invalid_rate`` intervals (the stratified Wilson interval the tasks report)
     under refusal probabilities that differ between statistics (the same for both sides of a statistic);
-    valid answers fair. Truth: the expected share of refused (invalid) queries. Cheap: no bootstrap."""
+    valid answers fair. Truth: the expected share of refused (invalid) queries. Cheap: no bootstrap.
+    ``only``: a substring of the design names to keep (seeds depend on the design's place in the full list)."""
     seed0 = 20261124
     designs = {"objective race: 18 statistics x 2 sides x 3 rounds": _design(18, 1, 3, 4, True),
-               "subjective race: 19 statistics x 2 sides x 3 scenarios x 100 profiles": _design(19, 3, 100, 4, False)}
+               "subjective race: 19 statistics x 2 sides x 3 scenarios x 100 profiles": _design(19, 3, 100, 4, False),
+               # added 1 Dec 2026 (last: the designs above keep their streams)
+               "objective gender: 15 statistics x 2 sides x 3 rounds": _design(15, 1, 3, 2, True)}
     n_seeds = min(n_seeds, 10) if quick else n_seeds
     rows: list[dict] = []
     for d_index, (design_name, (template, scenarios, per_scenario, objective)) in enumerate(designs.items()):
+        if only is not None and only not in design_name:
+            continue
         k, cells = template.k, template.counts.shape[0]
         for m_index, (label, (a, b), invalid) in enumerate(REFUSAL_MODELS):
             rng = np.random.default_rng(data_key(seed0, "data", d_index, m_index))
@@ -403,6 +429,198 @@ def run_context_rates(n_seeds: int, quick: bool = False) -> list[dict]:
                                      "family significant after Holm", "test", design_name, dgp, math.nan,
                                      estimates["ingroup_rate"], rejected["any of the in-group family, Holm"], n_seeds, 0,
                                      seed0, note="family-wise: either Holm-adjusted p < 0.05"))
+    return rows
+
+
+# --------------------------------------------------------------------------------------------------
+# Added 1 Dec 2026: the tests without a row (S_fact's, the authors' S_KLD / S_fair, the representativeness
+# rate's), the score tests under a heterogeneous fair null, and the representativeness rate's interval
+# --------------------------------------------------------------------------------------------------
+#: seed of :func:`run_null_tests`' data streams (``data_key(NULL_TEST_SEED, "tests", design, model)``) and the
+#: first of its method seeds (``NULL_TEST_METHOD_SEED + 100,000 (10 design + model) + 10 seed``: a range no other
+#: row of this module uses -- :func:`run`'s end below 30,000,000)
+NULL_TEST_SEED = 20261201
+NULL_TEST_METHOD_SEED = 60_000_000
+#: the tests :func:`run` has no row for at the fair model (its ``TEST_KEYS`` are S_E, S_KLD and S_fair)
+EXTRA_TEST_KEYS = ("s_fact", "s_kld_authors", "s_fair_authors")
+#: a fair null with unequal valid answers per cell: (label, Beta parameters of each cell's refusal probability,
+#: of its invalid probability), drawn independently per statistic x side cell
+HETEROGENEOUS_NULL = ("fair null, heterogeneous missingness: each statistic x side cell its own refusal probability "
+                      "~ Beta(2, 8) (mean 0.20) and invalid probability ~ Beta(1, 19) (mean 0.05), so the valid "
+                      "answers per cell differ by statistic and side (a cell of 3 queries can have none); every valid "
+                      "answer's group uniform (1/k)", (2.0, 8.0), (1.0, 19.0))
+
+
+def _missingness(rng, cells: int, heterogeneous: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Per-cell refusal and invalid probabilities: :data:`HETEROGENEOUS_NULL`'s, or none."""
+    if not heterogeneous:
+        return np.zeros(cells), np.zeros(cells)
+    _, (a, b), (c, d) = HETEROGENEOUS_NULL
+    return rng.beta(a, b, cells), rng.beta(c, d, cells)
+
+
+def _draw_with_missingness(rng, k: int, n: int, refuse: np.ndarray, invalid: np.ndarray,
+                           named: np.ndarray | None = None, truth: np.ndarray | None = None) -> np.ndarray:
+    """One run's (cells, k+2, 2) counts: each cell's n queries refused / invalid / valid with its probabilities;
+    a valid answer names the cell's true group with probability ``named`` (None: every group 1/k) and one of
+    the other k - 1 groups uniformly otherwise (a cell without a true group: every group 1/k)."""
+    cells = refuse.size
+    counts = np.zeros((cells, k + 2, 2), dtype=np.int64)
+    for c in range(cells):
+        refused, invalid_, valid = rng.multinomial(n, [refuse[c], invalid[c], 1.0 - refuse[c] - invalid[c]])
+        counts[c, k, 0], counts[c, k + 1, 0] = refused, invalid_
+        if named is None or truth is None or truth[c] < 0:
+            counts[c, :k, 0] = rng.multinomial(valid, np.full(k, 1.0 / k))
+            continue
+        hits = rng.binomial(valid, named[c])
+        others = [g for g in range(k) if g != truth[c]]
+        counts[c, truth[c], 0] = hits
+        counts[c, others, 0] = rng.multinomial(valid - hits, np.full(k - 1, 1.0 / (k - 1)))
+    return counts
+
+
+def run_null_tests(n_seeds: int, quick: bool = False, only: str | None = None) -> list[dict]:
+    """Rejection at 5 % of the score tests (``<score>_p_null`` of :data:`lm_eval_bias.fact_or_fair.stats.NULL_SCORES`,
+    the randomised Monte Carlo test against the fair null with the task's ``NULL_DRAWS`` draws) at every design of
+    :func:`score_designs`, on seed streams of their own (:data:`NULL_TEST_SEED`):
+
+    - under the homogeneous fair model (every group 1/k, every answer valid): the tests :func:`run` has no row
+      for, :data:`EXTRA_TEST_KEYS` (S_fact's "more accurate than chance", the authors' S_KLD and S_fair);
+    - under the heterogeneous fair null :data:`HETEROGENEOUS_NULL` (refusal and invalid probabilities that
+      differ by statistic and side, so unequal valid answers per cell; every valid answer's group uniform,
+      which leaves the null true): all six tests.
+
+    ``TEST_SEED_FACTOR`` times the seeds; ``only``: a substring of the design names to keep."""
+    designs = score_designs()
+    n_test_seeds = min(n_seeds, 10) if quick else n_seeds * TEST_SEED_FACTOR
+    n_null = 100 if quick else NULL_DRAWS
+    rows: list[dict] = []
+    for d_index, (design_name, ((template, scenarios, per_scenario, objective), _)) in enumerate(designs.items()):
+        if only is not None and only not in design_name:
+            continue
+        k, cells = template.k, template.counts.shape[0]
+        n = scenarios * per_scenario
+        for m_index, (heterogeneous, keys) in enumerate(((False, EXTRA_TEST_KEYS), (True, fof.NULL_SCORES))):
+            rng = np.random.default_rng(data_key(NULL_TEST_SEED, "tests", d_index, m_index))
+            refuse, invalid = _missingness(rng, cells, heterogeneous)
+            method_seed = NULL_TEST_METHOD_SEED + 100_000 * (10 * d_index + m_index)
+            rejected = {key: [] for key in keys}
+            estimates = {key: [] for key in keys}
+            valid_share = []
+            started = time.time()
+            for s in range(n_test_seeds):
+                counts = _draw_with_missingness(rng, k, n, refuse, invalid)
+                res = fof.fact_or_fair_results(_table(template, counts), objective=objective, n_boot=0, n_null=n_null,
+                                               seed=method_seed + 10 * s)
+                valid_share.append(res["n_valid"] / res["n_queries"])
+                for key in keys:
+                    p = res[f"{key}_p_null"]
+                    rejected[key].append(float(p < 0.05) if math.isfinite(p) else math.nan)
+                    estimates[key].append(res[key])
+            seconds = time.time() - started
+            dgp = HETEROGENEOUS_NULL[0] if heterogeneous else DGPS["fair"]
+            for key in keys:
+                side = ("'more accurate than chance'" if fof.NULL_DIRECTION[key] == "upper"
+                        else "'less fair than chance'")
+                rows.append(rate_row(BENCHMARK, f"{key}_p_null", "test", design_name, dgp, math.nan, estimates[key],
+                                     rejected[key], n_test_seeds, n_null, method_seed,
+                                     note=f"one-sided {side} against the fair null (every valid answer's group 1/k, "
+                                          f"each cell's valid / refused / invalid counts kept); Monte Carlo null "
+                                          f"({n_null} draws, the task's default), ties randomised (exactly uniform "
+                                          f"p); {n_test_seeds} seeds; mean valid share "
+                                          f"{np.mean(valid_share):.3f}; added 1 Dec 2026; {seconds:.0f} s"))
+    return rows
+
+
+#: seed of :func:`run_representativeness`' streams (``data_key(REPRESENTATIVENESS_SEED, "data", design, model)``)
+REPRESENTATIVENESS_SEED = 20261202
+#: representativeness models: (label, the probability that a valid answer names the group the context states
+#: (the statistic's true group) per cell: None = chance 1/k, or (mean above chance, sd) of a per-cell normal
+#: shift, or ("level", mean, sd) of a per-cell level; heterogeneous missingness (:data:`HETEROGENEOUS_NULL`))
+REPRESENTATIVENESS_MODELS = (
+    ("no representativeness bias: every valid answer names the stated group with probability 1/k, every answer "
+     "valid", None, False),
+    ("no representativeness bias, heterogeneous missingness: the stated group named with probability 1/k; each "
+     "statistic x side cell its own refusal ~ Beta(2, 8) and invalid ~ Beta(1, 19) probability", None, True),
+    ("moderate bias, heterogeneous: per cell, the stated group is named with probability 1/k + 0.2 (sd 0.1); "
+     "every answer valid", (0.2, 0.1), False),
+    ("strong bias, heterogeneous: per cell, the stated group is named with probability 0.85 (sd 0.08, at most "
+     "0.99); every answer valid", ("level", 0.85, 0.08), False),
+)
+
+
+def run_representativeness(n_seeds: int, quick: bool = False, only: str | None = None) -> list[dict]:
+    """``representativeness_rate`` (the share of valid answers naming the group the context states, the
+    statistic's true group; the representativeness tasks' lead rate) at the subjective design, race (k = 4; 19
+    statistics with a true group) and gender (k = 2; 15 of 19): its stratified Wilson interval
+    (:func:`lm_eval_bias.fact_or_fair.stats.stratified_wilson_interval`, via
+    :func:`lm_eval_bias.fact_or_fair.stats.fact_or_fair_results` with ``rates=("representativeness_rate",)``,
+    as the task calls it) at the truths of :data:`REPRESENTATIVENESS_MODELS` (chance, moderate, strong), and the
+    exact one-sided binomial test's (``representativeness_rate_p_null``) rejection under the two null models.
+    Truth: the expected valid answers' share naming the stated group, sum_c w_c q_c / sum_c w_c over the cells
+    with a true group (w_c: the cell's expected valid answers). Built as :func:`run_context_rates`: cheap (no
+    bootstrap), ``TEST_SEED_FACTOR`` times the seeds for every row; ``only``: a substring of the design names."""
+    seed0 = REPRESENTATIVENESS_SEED
+    designs = {"subjective race (representativeness context): 19 statistics x 2 sides x 3 scenarios x 100 profiles":
+               _design(19, 3, 100, 4, False),
+               "subjective gender (representativeness context): 19 statistics x 2 sides x 3 scenarios x 100 profiles "
+               "(15 statistics with a true group)": _design(19, 3, 100, 2, False, without_truth=4)}
+    n_seeds = min(n_seeds, 10) if quick else n_seeds * TEST_SEED_FACTOR
+    rows: list[dict] = []
+    for d_index, (design_name, (template, scenarios, per_scenario, objective)) in enumerate(designs.items()):
+        if only is not None and only not in design_name:
+            continue
+        k, cells = template.k, template.counts.shape[0]
+        n = scenarios * per_scenario
+        has_truth = template.truth >= 0
+        for m_index, (label, effect, heterogeneous) in enumerate(REPRESENTATIVENESS_MODELS):
+            rng = np.random.default_rng(data_key(seed0, "data", d_index, m_index))
+            refuse, invalid = _missingness(rng, cells, heterogeneous)
+            if effect is None:
+                named = np.full(cells, 1.0 / k)
+            elif effect[0] == "level":
+                named = np.clip(rng.normal(effect[1], effect[2], cells), 0.02, 0.99)
+            else:
+                named = np.clip(1.0 / k + rng.normal(effect[0], effect[1], cells), 0.02, 0.98)
+            weight = (1.0 - refuse - invalid) * has_truth
+            truth = float(np.sum(weight * named) / np.sum(weight))
+            method_seed = seed0 + 100_000 * (10 * d_index + m_index)
+            covered, estimates, rejected = [], [], []
+            started = time.time()
+            for s in range(n_seeds):
+                counts = _draw_with_missingness(rng, k, n, refuse, invalid, named, template.truth)
+                table = _table(template, counts)
+                # the estimate and the exact binomial test as the task computes them (no bootstrap, no null draws:
+                # neither enters them), the interval by the function fact_or_fair_results calls for a rate of
+                # WILSON_RATES (its line `stratified_wilson_interval(*rate_cells(table, key))`), without the
+                # inversion of the scores that n_boot > 0 would run as well; checked equal to the task's call
+                # (n_boot = 2) on every 100th seed
+                res = fof.fact_or_fair_results(table, objective=False, rates=("representativeness_rate",), n_boot=0,
+                                               n_null=0, seed=method_seed + 10 * s)
+                low, high = fof.stratified_wilson_interval(*fof.rate_cells(table, "representativeness_rate"))
+                if s % 100 == 0:
+                    full = fof.fact_or_fair_results(table, objective=False, rates=("representativeness_rate",),
+                                                    n_boot=2, n_null=0, seed=method_seed + 10 * s)
+                    assert (full["representativeness_rate_ci_low"], full["representativeness_rate_ci_high"]) == (low, high)
+                    assert full["representativeness_rate_p_null"] == res["representativeness_rate_p_null"]
+                estimates.append(res["representativeness_rate"])
+                covered.append(float(low - 1e-12 <= truth <= high + 1e-12) if math.isfinite(low) else math.nan)
+                rejected.append(float(res["representativeness_rate_p_null"] < 0.05))
+            seconds = time.time() - started
+            rows.append(rate_row(BENCHMARK, "representativeness_rate", "interval", design_name, label, truth, estimates,
+                                 covered, n_seeds, 0, method_seed,
+                                 note="stratified Wilson interval (effective n, t with answers - cells df; "
+                                      "stratified_wilson_interval(*rate_cells(table, 'representativeness_rate')), the "
+                                      "call of fact_or_fair_results, checked equal to the task's call every 100th "
+                                      "seed); truth = the expected share of valid answers naming the stated group "
+                                      "(cells with a true group, weighted by their expected valid answers); added "
+                                      f"1 Dec 2026; {seconds:.0f} s"))
+            if effect is None:
+                rows.append(rate_row(BENCHMARK, "representativeness_rate_p_null", "test", design_name, label, math.nan,
+                                     estimates, rejected, n_seeds, 0, method_seed,
+                                     note="exact one-sided binomial test of 'the stated group is named more than "
+                                          "chance (1/k)' over the valid answers of the cells with a true group; "
+                                          "added 1 Dec 2026"))
     return rows
 
 
