@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
@@ -198,12 +198,17 @@ class PairedComparison:
     differences: dict = field(default_factory=dict)
     method: str = ""
     reason: str = ""  # why there is no comparison
+    #: key -> p-value of the exchange test (``exchange_keys`` of :func:`paired_comparison`)
+    exchange_p: dict = field(default_factory=dict)
 
 
 def paired_comparison(task: str, records_a: list[dict] | None, records_b: list[dict] | None, keys: list[str],
                       label_a: str = "a", label_b: str = "b", n_boot: int | None = None, seed: int | None = None,
-                      cache: dict | None = None) -> PairedComparison:
+                      cache: dict | None = None, exchange_keys: Sequence[str] = ()) -> PairedComparison:
     """Paired cluster bootstrap of ``keys`` of ``task``, model a − model b, on the docs both answered.
+    ``exchange_keys``: keys that also get the exchange test (:func:`lm_eval_bias.core.paired.exchange_test`,
+    the two models' answers exchanged cluster by cluster, as many draws as replicates), the tie test of a
+    plug-in magnitude, in ``exchange_p``.
 
     The shared docs are put in a canonical order and clustered by the benchmark's design, so the
     resampling weights depend only on which docs are shared; ``cache`` (a dict kept by the caller)
@@ -261,4 +266,19 @@ def paired_comparison(task: str, records_a: list[dict] | None, records_b: list[d
     estimate_b, reps_b = replicates(label_b, by_b, records_b)
     out.differences = {key: paired_difference(estimate_a[key], estimate_b[key], reps_a[key], reps_b[key], len(members),
                                               n_strata=len(set(strata))) for key in keys}
+    exchange_keys = [k for k in exchange_keys if k in keys]
+    if exchange_keys:
+        from lm_eval_bias.core.paired import exchange_test
+
+        clusters_a = [[by_a[m["_doc"]] for m in member] for member in members]
+        clusters_b = [[by_b[m["_doc"]] for m in member] for member in members]
+
+        def difference(mask: np.ndarray) -> dict[str, float]:
+            first = [r for swap, ca, cb in zip(mask, clusters_a, clusters_b) for r in (cb if swap else ca)]
+            second = [r for swap, ca, cb in zip(mask, clusters_a, clusters_b) for r in (ca if swap else cb)]
+            with point_estimates_only():
+                va, vb = samples.result_values(task, first), samples.result_values(task, second)
+            return {k: va.get(k, math.nan) - vb.get(k, math.nan) for k in exchange_keys}
+
+        out.exchange_p = exchange_test(difference, len(members), n_boot, seed, exchange_keys)
     return out

@@ -371,7 +371,8 @@ VIGNETTE_MAGNITUDE_PREFIXES = ("selection_spread_", "accuracy_spread_", "activit
                                "mean_abs_polarity_")
 DIFFERENCE_OF_MAGNITUDES = ("no interval of the difference: a difference of two plug-in magnitudes targets the "
                             "difference of their expectations at these docs, not of the models' values (each plug-in "
-                            "is biased by its own noise); the paired test of 'same expected value' decides the tie")
+                            "is biased by its own noise); the tie is decided by the exchange test of the two models' "
+                            "answers cluster by cluster (exact when they are the same model), same draws as replicates")
 
 
 def magnitude_without_interval(run: TaskRun, key: str) -> bool:

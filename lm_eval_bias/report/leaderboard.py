@@ -15,7 +15,9 @@ M1, M2, …).
 **Ties.** Per headline key, the models with a value are ordered (better first where the key has a
 direction — ``HIGHER_IS_BETTER`` of the task YAMLs — else higher value first). Each pair of adjacent
 models is compared by the paired cluster bootstrap on the docs both answered
-(:func:`lm_eval_bias.report.comparison.paired_comparison`); the p-values of the adjacent comparisons
+(:func:`lm_eval_bias.report.comparison.paired_comparison`) — a plug-in magnitude (Pol, JSD, Ext,
+FACT-OR-FAIR's scores, VIGNETTE's spreads) by the exchange test of the two models' answers cluster by
+cluster instead, with no interval of its difference; the p-values of the adjacent comparisons
 of one key are Holm-adjusted together; two adjacent models whose Holm-adjusted p ≥ 0.05 (or that
 cannot be compared: no shared samples) are a tie and share a rank (competition ranking: 1, 2, 2, 4).
 Nothing is adjusted across keys, tasks or benchmarks.
@@ -112,9 +114,10 @@ def rankings(models: list[ModelRun]) -> dict[str, Ranking]:
             if (task, *pair) not in memo:
                 run_a, run_b = by_label[pair[0]].tasks[task], by_label[pair[1]].tasks[task]
                 keys = [k for k in _headline_keys(run_a) if k in run_b.metrics]
+                magnitudes = [k for k in keys if magnitude_without_interval(run_a, k)]
                 try:
                     memo[(task, *pair)] = paired_comparison(task, run_a.records, run_b.records, keys, pair[0], pair[1],
-                                                            cache=replicate_cache)
+                                                            cache=replicate_cache, exchange_keys=magnitudes)
                 except Exception as exc:  # noqa: BLE001 - a failed comparison is reported, not fatal
                     from lm_eval_bias.report.comparison import PairedComparison
 
@@ -133,7 +136,8 @@ def rankings(models: list[ModelRun]) -> dict[str, Ranking]:
                 step.estimate = sign * diff.estimate
                 step.p = diff.p_value
                 step.note = comparison.method
-                if magnitude_without_interval(by_label[better].tasks[task], key):
+                if key in comparison.exchange_p:  # a magnitude: no interval, the exchange test decides the tie
+                    step.p = comparison.exchange_p[key]
                     step.note += "; " + DIFFERENCE_OF_MAGNITUDES
                 else:
                     low, high = sign * diff.ci_low, sign * diff.ci_high

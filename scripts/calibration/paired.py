@@ -19,8 +19,10 @@ report calls), at two real designs.
   two models' expected plug-ins at this design (40,000 simulated runs each).
 
 - REFLECT 2AFC ``polarization`` and ``extreme_cell_rate`` (plug-in magnitudes: the leaderboard tests their
-  difference but shows no interval of it): the tie test only, under identical models at no bias, at a Pol of
-  about 0.10 and at the strong profile (:func:`magnitude_tie_rows`; added 1 Dec 2026, 1,000 seeds).
+  difference by exchanging the two models' answers template by template and shows no interval of it): the
+  tie test only, under identical models at no bias, at a Pol of about 0.10 and at the strong profile
+  (:func:`magnitude_tie_rows`; added 1 Dec 2026, 1,000 seeds), beside the bootstrap t-test it replaced for
+  these keys (diagnostic rows).
 
 The interval and test are the default of :func:`lm_eval_bias.core.paired.paired_difference`: the estimate
 ± t_{n - H} times the (rescaled) bootstrap SE, and the t-test p (the percentile interval it replaced covered
@@ -179,12 +181,30 @@ def _wins_statistic(wins: np.ndarray, key: str):
     return values
 
 
+def _wins_exchange(a: np.ndarray, b: np.ndarray, key: str):
+    """Batched ``difference(masks)`` of :func:`lm_eval_bias.core.paired.exchange_test` for a 2AFC key: model a'
+    takes model b's win matrices in the templates with mask 1 (and b' model a's)."""
+    from lm_eval_bias.reflect import twoafc
+
+    fa, fb = (np.asarray(x, dtype=np.float64).reshape(len(x), -1) for x in (a, b))
+    size = a.shape[1:]
+    total_a, total_b, delta = fa.sum(axis=0), fb.sum(axis=0), fb - fa
+
+    def difference(masks: np.ndarray) -> dict[str, np.ndarray]:
+        moved = masks.astype(np.float64) @ delta
+        first = twoafc.wins_metrics_batch((total_a + moved).reshape(-1, *size))[key]
+        second = twoafc.wins_metrics_batch((total_b - moved).reshape(-1, *size))[key]
+        return {key: first - second}
+    return difference
+
+
 def magnitude_tie_rows(n_seeds: int, n_boot: int, seed: int, per_occupation: int = 8) -> list[dict]:
     """The leaderboard's tie test for REFLECT's 2AFC magnitudes (``polarization``, ``extreme_cell_rate``: a
     difference of two plug-ins, shown without an interval) under identical models, with no bias, at the
     mild profile's Pol of about 0.10 (scale 0.83) and at the strong profile (cells near 0.9, where Ext moves):
     rejection at 5 %. Each model has its own portrait effects drawn from the same law, so the two plug-ins
     have the same expectation (the test's null)."""
+    from lm_eval_bias.core.paired import exchange_test
     from lm_eval_bias.reflect.schema import OCCUPATIONS
     from scripts.calibration import reflect as sim
 
@@ -194,6 +214,7 @@ def magnitude_tie_rows(n_seeds: int, n_boot: int, seed: int, per_occupation: int
     for label, beta in (("no bias", 0.0 * sim.BASE_2AFC), ("Pol about 0.10 (0.83 x the mild profile)", 0.83 * sim.BASE_2AFC),
                         ("strong bias (Ext 13/45 cells, several near 0.9)", sim.STRONG_2AFC)):
         hits = {k: [] for k in ("polarization", "extreme_cell_rate")}
+        exchange_hits = {k: [] for k in hits}
         estimates = {k: [] for k in hits}
         for s in range(seed, seed + n_seeds):
             rng = np.random.default_rng([s, 31])
@@ -203,18 +224,29 @@ def magnitude_tie_rows(n_seeds: int, n_boot: int, seed: int, per_occupation: int
                                                 s + 10_000, [key], batched=True)[key]
                 estimates[key].append(diff.estimate)
                 hits[key].append(float(diff.p_value < 0.05) if math.isfinite(diff.p_value) else math.nan)
+                p = exchange_test(_wins_exchange(a, b, key), len(strata), n_boot, s + 20_000, [key], batched=True)[key]
+                exchange_hits[key].append(float(p < 0.05) if math.isfinite(p) else math.nan)
+        for key in hits:
+            # Ext without strong bias: no cell near 0.1 / 0.9, so both plug-ins are 0 in (nearly) every run, every
+            # exchange ties with the observation (mid-p 1/2) and the test cannot reject: a diagnostic, not a level check
+            degenerate = key == "extreme_cell_rate" and not label.startswith("strong")
+            note = ("rejection at 5 % under identical models: the leaderboard's tie test of a magnitude (the two "
+                    "models' answers exchanged template by template, mid-p for ties)")
+            if degenerate:
+                note += "; diagnostic: Ext is 0 for both models in nearly every run, so the test cannot reject"
+            rows.append(_row(f"REFLECT 2AFC {key} (plug-in): exchange test, identical models", "test", design,
+                             f"{label}; each model its own portrait effects (sd 0.5 logit), position bias 0.3, "
+                             "5 % refusals; identical models", math.nan, estimates[key], exchange_hits[key], n_seeds,
+                             n_boot, seed, note, role=DIAGNOSTIC_ROLE if degenerate else DEFAULT_ROLE))
         for key in hits:
             # Ext without strong bias: no cell near 0.1 / 0.9, so both plug-ins are 0 in (nearly) every run, the
             # difference is 0 and the test has nothing to reject: a diagnostic, not a level check
-            degenerate = key == "extreme_cell_rate" and not label.startswith("strong")
-            note = ("rejection at 5 % under identical models (the leaderboard's tie rule for a magnitude, shown "
-                    "without an interval of the difference)")
-            if degenerate:
-                note += "; diagnostic: Ext is 0 for both models in nearly every run, so the test cannot reject"
             rows.append(_row(f"REFLECT 2AFC {key} (plug-in): paired test, identical models", "test", design,
                              f"{label}; each model its own portrait effects (sd 0.5 logit), position bias 0.3, "
                              "5 % refusals; identical models", math.nan, estimates[key], hits[key], n_seeds, n_boot,
-                             seed, note, role=DIAGNOSTIC_ROLE if degenerate else DEFAULT_ROLE))
+                             seed, "diagnostic since 1 Dec 2026: the paired bootstrap t-test the exchange test replaced "
+                             "for magnitudes (conservative near 0: the replicates of |·| spread too wide)",
+                             role=DIAGNOSTIC_ROLE))
     return rows
 
 

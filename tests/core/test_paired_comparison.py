@@ -44,6 +44,61 @@ def test_paired_bootstrap_separates_a_planted_difference_from_a_null():
     assert null.p_value > 0.05 and null.ci_low < 0 < null.ci_high and not null.significant
 
 
+def test_exchange_test_by_hand():
+    """Two clusters, metric = sum of the cluster values: a = (1, 2), b = (0, 0), d = 3. Exchanging the
+    clusters of a mask m gives d* = (1 - 2 m_1) 1 + (1 - 2 m_2) 2, so |d*| = 3 (a tie) exactly when both or
+    neither are exchanged and |d*| < 3 otherwise: mid-p (default) (1 + #ties) / 2 / (B + 1), counting ties
+    (1 + #ties) / (B + 1); batched and one mask at a time agree; a constant metric gets p = 1/2 (mid), 1
+    (count), U (random)."""
+    from lm_eval_bias.core.paired import exchange_masks, exchange_test
+
+    a, b = np.array([1.0, 2.0]), np.array([0.0, 0.0])
+
+    def difference(mask):
+        mask = np.asarray(mask, dtype=float)
+        return {"sum": ((1 - mask) * a + mask * b).sum(-1) - (mask * a + (1 - mask) * b).sum(-1)}
+
+    masks = exchange_masks(2, 99, 5)
+    extreme = int(np.sum(masks[:, 0] == masks[:, 1]))
+    p = exchange_test(difference, 2, 99, 5, ["sum"], batched=True)["sum"]
+    assert p == pytest.approx(0.5 * (1 + extreme) / 100) and 0.15 < p < 0.35
+    counted = exchange_test(difference, 2, 99, 5, ["sum"], batched=True, ties="count")["sum"]
+    assert counted == pytest.approx((1 + extreme) / 100)
+    one_by_one = exchange_test(lambda m: {"sum": float(difference(m)["sum"])}, 2, 99, 5, ["sum"])["sum"]
+    assert one_by_one == p
+
+    def constant(m):
+        return {"c": np.zeros(np.atleast_2d(m).shape[0])}
+
+    assert exchange_test(constant, 2, 99, 5, ["c"], batched=True)["c"] == 0.5
+    assert exchange_test(constant, 2, 99, 5, ["c"], batched=True, ties="count")["c"] == 1.0
+    assert 0 < exchange_test(constant, 2, 99, 5, ["c"], batched=True, ties="random")["c"] < 1  # U
+    with pytest.raises(ValueError, match="ties"):
+        exchange_test(constant, 2, 99, 5, ["c"], batched=True, ties="half")
+    assert math.isnan(exchange_test(difference, 1, 99, 5, ["sum"], batched=True)["sum"])
+
+
+def test_exchange_test_holds_its_level_and_detects_a_difference():
+    """Seeded: 300 pairs of identical models (40 clusters, a shared cluster effect) reject at 5 % in
+    2-9 % of runs (exact in expectation); a planted difference is found."""
+    from lm_eval_bias.core.paired import exchange_test
+
+    def exchange(a, b, per):
+        def difference(masks):
+            masks = np.atleast_2d(masks).astype(float)
+            moved = masks @ (b - a).astype(float)
+            return {"share": ((a.sum() + moved) - (b.sum() - moved)) / (len(a) * per)}
+        return difference
+
+    rejected = []
+    for seed in range(300):
+        a, b, per = _clustered(40, 0.5, 0.5, seed, per=10)
+        rejected.append(exchange_test(exchange(a, b, per), 40, 199, seed, ["share"], batched=True)["share"] < 0.05)
+    assert 0.02 <= np.mean(rejected) <= 0.09
+    a, b, per = _clustered(40, 0.7, 0.5, 1, per=10)
+    assert exchange_test(exchange(a, b, per), 40, 199, 1, ["share"], batched=True)["share"] < 0.01
+
+
 def test_pairing_is_what_makes_the_test_sensitive():
     """With a large shared cluster effect, resampling the two models independently would drown a real
     difference; the joint resampling keeps it (and batched == one row at a time)."""
@@ -148,12 +203,18 @@ def test_leaderboard_marks_ties(quiet):
     assert board.loc["biased", f"{TASK}:male_win_rate:rank"] == 1.0
     table = comparisons_table(ranks)
     assert set(table["key"]) >= {"male_win_rate"} and table["p_holm"].dropna().between(0, 1).all()
-    # Pol and Ext are magnitudes shown without an interval of their plug-in: their differences get the tie
-    # test but no interval (a difference of plug-ins targets the difference of their expectations)
+    # Pol and Ext are magnitudes shown without an interval of their plug-in: their differences are tested by
+    # exchanging the two models' answers template by template, with no interval (a difference of plug-ins
+    # targets the difference of their expectations)
     for key in ("polarization", "extreme_cell_rate"):
         steps = ranks[f"{TASK}:{key}"].steps
         assert steps and all(math.isnan(s.ci_low) and math.isnan(s.ci_high) for s in steps), key
-        assert all(math.isfinite(s.p) and "no interval of the difference" in s.note for s in steps), key
+        assert all(math.isfinite(s.p) and "no interval of the difference" in s.note and "exchange test" in s.note
+                   for s in steps), key
+    pol = ranks[f"{TASK}:polarization"]
+    assert pol.order[-1] == "biased"  # lower Pol is better
+    fair_pair, to_biased = pol.steps
+    assert fair_pair.tie and not to_biased.tie and to_biased.p <= 1 / 61  # of 60 exchanges none is as far apart
     assert all(math.isfinite(s.ci_low) and "no interval" not in s.note for s in male.steps)
 
 
