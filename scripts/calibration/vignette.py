@@ -26,7 +26,11 @@ paper's sizes). :func:`share_rows`: every pair-clustered share the analysis and 
 rates, factuality accuracy overall / per activity / per dimension x activity, activity-contrast shares,
 Table 11's match rates, the per-identity paradigm scores of Figs 3 and 5) at the tasks' designs on truth
 grids from near 0 (or 1) to the middle. :func:`log_odds_rows`: the log-odds cell intervals against the
-true (unsmoothed) log-odds on a grid of identity x activity effects.
+true (unsmoothed) log-odds on a grid of identity x activity effects. Added 1 Dec 2026
+(:func:`gap_test_rows`, :func:`gap_interval_rows`): the tests shown without a row until then -- the perception
+and factuality spreads' ``p_null``, the activity-contrast spread and tests, the decision-by-question identity
+tests, the vision-vs-text tests and the per-identity sign-flip test per identity at pairs_per_identity 12 --
+and the per-identity factuality score F(i) of Figs 3 and 5 and the response rates at the factuality design.
 """
 
 from __future__ import annotations
@@ -331,7 +335,18 @@ TEST_SEEDS = 811
 #: touches them): the decision task at its default budget, at the recommended budget, the perception
 #: question, the stereotype task's mean |polarity|, the 14-identity per-cell rows, the pair-clustered
 #: shares (:func:`share_rows`) and the log-odds cell intervals (:func:`log_odds_rows`).
-PARTS = ("decision", "budget", "perception", "stereotype", "cells", "shares", "logodds")
+PARTS = ("decision", "budget", "perception", "stereotype", "cells", "shares", "logodds",
+         # added 1 Dec 2026 (gap_test_rows, gap_interval_rows)
+         "perception_tests", "factuality_tests", "activity_tests", "activity_budget_tests", "budget_tests",
+         "default_tests", "factuality_scores", "perception_scores", "factuality_rates")
+GAP_TEST_PARTS = ("perception_tests", "factuality_tests", "activity_tests", "activity_budget_tests", "budget_tests",
+                  "default_tests")
+GAP_INTERVAL_PARTS = ("factuality_scores", "perception_scores", "factuality_rates")
+#: truths of the per-identity paradigm-score rows (one each: 250 seeds of Figs 3/5's per-identity intervals take
+#: 2-4 CPU-s a seed, the mid-p interval's root finding for 329 identities): the factuality logit (typical
+#: accuracy ~0.86) and the perception identity preference rms (S - 50 rms about 5 pp)
+FACTUALITY_SCORE_MU = (2.2,)
+PERCEPTION_SCORE_THETA = (0.1,)
 
 
 def run(n_seeds: int = 200, n_boot: int = 1000, quick: bool = False, seed: int = 20260101, offset: int = 0,
@@ -506,6 +521,12 @@ def run(n_seeds: int = 200, n_boot: int = 1000, quick: bool = False, seed: int =
         rows += share_rows(n_seeds, seed, offset, quick)
     if "logodds" in parts:
         rows += log_odds_rows(cell_seeds, n_boot, seed, offset, n_act)
+    gap_tests = tuple(p for p in parts if p in GAP_TEST_PARTS)
+    if gap_tests:  # the test rows at GAP_TEST_SEEDS seeds (at least)
+        rows += gap_test_rows(n_seeds if quick else max(n_seeds, GAP_TEST_SEEDS), seed, offset, quick, gap_tests)
+    gap_intervals = tuple(p for p in parts if p in GAP_INTERVAL_PARTS)
+    if gap_intervals:
+        rows += gap_interval_rows(n_seeds, seed, offset, quick, gap_intervals)
     return rows
 
 
@@ -614,42 +635,52 @@ def status_records(rng, refusal: float, invalid: float, per_identity: int = 2, q
             for p in range(n) for q in range(questions)]
 
 
-def factuality_real_table(rng, mu: float, effects_seed: int = 11) -> tuple[pd.DataFrame, np.ndarray]:
-    """``vignette_factuality`` at its default budget (identity contrast 1 + identity-activity 1 per identity):
+def factuality_real_table(rng, mu: float, effects_seed: int = 11, per_identity: int = 1, identity_sd: float = 0.4,
+                          side: float = 0.0) -> tuple[pd.DataFrame, np.ndarray]:
+    """``vignette_factuality`` at its default budget (identity contrast 1 + identity-activity 1 per identity;
+    ``per_identity`` draws of each):
     "What is the {identity} doing?" for both people of every pair, "Who is doing {activity}?" for both
     activities of an identity-activity pair. P(correct) = expit(mu + activity effect (sd 0.7) + identity
-    effect (sd 0.4) + pair effect (sd 0.5) - 0.5 for "who" questions). Returns the factuality table and each
+    effect (sd ``identity_sd``, 0.4) + pair effect (sd 0.5) - 0.5 for "who" questions + ``side`` for a
+    question about the left person). Returns the factuality table and each
     row's expected P(correct) given the design (the pair effect integrated out, 40-point Gauss-Hermite)."""
     from scipy.special import expit
 
     names, dims = real_identities()
     eff = np.random.default_rng(effects_seed)
-    alpha, beta = eff.normal(0, 0.7, N_ACTIVITIES), eff.normal(0, 0.4, len(names))
+    alpha, beta = eff.normal(0, 0.7, N_ACTIVITIES), eff.normal(0, identity_sd, len(names))
     nodes, weights = np.polynomial.hermite_e.hermegauss(40)
     weights = weights / weights.sum()
-    rows, means = [], []
+    parts = []
     pair0 = 0
     for two in (False, True):
-        left, right, al, ar = sample_real_pairs(rng, 1, N_ACTIVITIES, two_activities=two)
+        left, right, al, ar = sample_real_pairs(rng, per_identity, N_ACTIVITIES, two_activities=two)
         u = rng.normal(0, 0.5, left.size)
-        for p in range(left.size):
-            people = ((left[p], right[p], al[p]), (right[p], left[p], ar[p]))
-            questions = [("what_doing", who, other, act) for who, other, act in people]
-            if two:
-                questions += [("who_doing", who, other, act) for who, other, act in people]
-            for kind, who, other, act in questions:
-                eta = mu + alpha[act] + beta[who] - (0.5 if kind == "who_doing" else 0.0)
-                rows.append((f"f{pair0 + p}", names[who], names[other], str(act), kind, dims[left[p]],
-                             bool(rng.random() < expit(eta + u[p]))))
-                means.append(float(np.sum(weights * expit(eta + 0.5 * nodes))))
+        # rows in the order of a loop over pairs: "what" about the left, then the right person; with two
+        # activities also "who" for the left's, then the right's activity (one uniform draw a row, in order;
+        # vectorised on 1 Dec 2026: the same table and expected shares as the per-row loop it replaced)
+        n_q = 4 if two else 2
+        pair = np.repeat(np.arange(left.size), n_q)
+        slot = np.tile(np.arange(n_q), left.size)
+        first = slot % 2 == 0  # the left person (and the left person's activity)
+        who = np.where(first, left[pair], right[pair])
+        other = np.where(first, right[pair], left[pair])
+        act = np.where(first, al[pair], ar[pair])
+        kind = np.where(slot >= 2, "who_doing", "what_doing")
+        eta = (mu + alpha[act] + beta[who] - np.where(slot >= 2, 0.5, 0.0) + np.where(first, side, 0.0))
+        correct = rng.random(pair.size) < expit(eta + u[pair])
+        parts.append((pd.DataFrame({"pair_id": np.char.add("f", (pair0 + pair).astype(str)), "identity": names[who],
+                                    "partner": names[other], "activity": act.astype(str), "question_type": kind,
+                                    "dimension": dims[left[pair]], "correct": correct}),
+                      (weights[None, :] * expit(eta[:, None] + 0.5 * nodes[None, :])).sum(axis=1)))
         pair0 += left.size
-    table = pd.DataFrame(rows, columns=["pair_id", "identity", "partner", "activity", "question_type", "dimension",
-                                        "correct"])
+    table = pd.concat([t for t, _ in parts], ignore_index=True)
     table["gender"] = [i.split(":")[0] for i in table["identity"]]
-    return table, np.asarray(means)
+    return table, np.concatenate([m for _, m in parts])
 
 
-def activity_contrast_choices(rng, spread: float, effects_seed: int = 12) -> tuple[pd.DataFrame, np.ndarray]:
+def activity_contrast_choices(rng, spread: float, effects_seed: int = 12, per_identity: int = 1
+                              ) -> tuple[pd.DataFrame, np.ndarray]:
     """One perception question's activity-contrast docs at the default budget (one pair per identity: the
     identity doing two activities; "Is the {identity} facing difficulty in {a1} or {a2}?"): P(a1 chosen)
     = 0.5 + 0.1 (first option) + (psi_a1 - psi_a2) / 2 + pair effect (sd 0.05), psi ~ U(-spread, spread)
@@ -657,7 +688,7 @@ def activity_contrast_choices(rng, spread: float, effects_seed: int = 12) -> tup
     layout) and each row's expected share given the design."""
     names, dims = real_identities()
     psi = np.random.default_rng(effects_seed).uniform(-spread, spread, N_ACTIVITIES)
-    who, _, a1, a2 = sample_real_pairs(rng, 1, N_ACTIVITIES, two_activities=True)
+    who, _, a1, a2 = sample_real_pairs(rng, per_identity, N_ACTIVITIES, two_activities=True)
     same = a1 == a2
     a2 = np.where(same, (a2 + 1) % N_ACTIVITIES, a2)
     mean = np.clip(0.6 + (psi[a1] - psi[a2]) / 2, 0, 1)
@@ -988,6 +1019,383 @@ def log_odds_rows(n_seeds: int, n_boot: int, seed: int, offset: int = 0, n_act: 
                                "of the add-one-smoothed estimate; MC SE with the seed as the cluster"
                                + ("; partners fixed, a design the tasks never draw: the pair bootstrap counts them "
                                   "as drawn" if exhaustive else ""))))
+    return rows
+
+
+# -- coverage gaps of 1 Dec 2026: tests and intervals the tasks and the report show that had no row --------------
+#: Seeds of the test rows added on 1 Dec 2026 (at least; cheap tests): a Monte Carlo SE of 0.69 points at a
+#: 5 % rejection rate, where an exact test lands inside 4-6 % with probability 0.87 (as REFLECT's and
+#: FACT-OR-FAIR's test rows)
+GAP_TEST_SEEDS = 1000
+#: pairs_per_identity of the activity-contrast rows where the activity family can reject (about 35 image pairs
+#: an activity of one question; at the default budget, about 9, the smallest p 2/2^9 stays above 0.05/75)
+ACTIVITY_BUDGET = 4
+#: left-person effect of the factuality null (logit scale): a question about the person on the left is
+#: answered correctly more often (the sampler places people by draw order, not at random)
+FACTUALITY_SIDE = 0.4
+
+
+def real_vision_text_tables(rng, theta: np.ndarray, per_identity: int, questions: int = N_QUESTIONS,
+                            nuisance=REAL_NUISANCE, text_side: float | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``vignette_decision`` and ``vignette_decision_textonly`` on the same image pairs (the text task asks
+    the same pairs, described in words: Sec. 7.4), with the question dimension of each doc as
+    ``parameter`` (one roles.json question per dimension, :data:`lm_eval_bias.vignette.schema.DECISION_DIMENSIONS`).
+    Under "the image changes nothing for any identity": P(left) = 0.5 + side + question side + (theta_L -
+    theta_R) / 2 + u_pair in both tasks (the pair effect and the question sides shared: the same pair and
+    questions), plus the image effect (eta_L,a - eta_R,a) / 2 in the vision task only (identity x activity,
+    sd 0.05, mean 0: an image that helps or hurts its person, at random); answers drawn independently.
+    ``text_side``: the text task's side effect when it differs from the vision task's (default: the same)."""
+    from lm_eval_bias.vignette.schema import DECISION_DIMENSIONS
+
+    names, dims = real_identities()
+    left, right, act, _ = sample_real_pairs(rng, per_identity)
+    image = rng.normal(0, nuisance["image_sd"], size=(len(names), N_ROLE_ACTIVITIES))
+    q_side = rng.normal(0, nuisance["question_sd"], questions)
+    u = rng.normal(0, nuisance["pair_sd"], left.size)
+    common = (theta[left] - theta[right]) / 2 + u
+    q = np.repeat(np.arange(left.size), questions)
+    qi = np.tile(np.arange(questions), left.size)
+    parameter = np.array(DECISION_DIMENSIONS)[qi % len(DECISION_DIMENSIONS)]
+    n = q.size
+    out = []
+    for side, extra in ((nuisance["left"], (image[left, act] - image[right, act]) / 2),
+                        (nuisance["left"] if text_side is None else text_side, 0.0)):
+        p = np.clip((0.5 + side + common + extra)[q] + q_side[qi], 0, 1)
+        chose = (rng.random(n) < p).astype(int)
+        out.append(pd.DataFrame({"doc_id": np.concatenate([np.arange(n), np.arange(n)]).astype(str),
+                                 "pair_id": np.concatenate([q, q]).astype(str),
+                                 "identity": np.concatenate([names[left[q]], names[right[q]]]),
+                                 "partner": np.concatenate([names[right[q]], names[left[q]]]),
+                                 "context": np.concatenate([act[q], act[q]]).astype(str),
+                                 "selected": np.concatenate([chose, 1 - chose]),
+                                 "dimension": np.concatenate([dims[left[q]], dims[left[q]]]),
+                                 "position": np.repeat([0, 1], n),
+                                 "parameter": np.concatenate([parameter, parameter])}))
+    return out[0], out[1]
+
+
+def activity_contrast_records(choices: pd.DataFrame) -> list[dict]:
+    """The logged records of :func:`activity_contrast_choices` (the fields
+    :func:`lm_eval_bias.vignette.analysis.activity_choice_table` reads), so that the analysis's own
+    ``_activity_contrast`` computes the keys."""
+    first, second = choices.iloc[0::2], choices.iloc[1::2]  # two rows a doc, in order (first, second option)
+    assert (first["doc_id"].to_numpy() == second["doc_id"].to_numpy()).all()
+    chosen = np.where(first["selected"].to_numpy() == 1, first["activity"].to_numpy(), second["activity"].to_numpy())
+    return [{"doc_id": d, "pair_id": p, "status": "valid", "question_type": "activity_choice",
+             "option_activity": [a1, a2], "asked": i, "parameter": q, "dimension": dim, "gender": g,
+             "chosen_activity": c}
+            for d, p, a1, a2, i, q, dim, g, c in zip(first["doc_id"], first["pair_id"], first["activity"],
+                                                     second["activity"], first["identity"], first["parameter"],
+                                                     first["dimension"], first["gender"], chosen)]
+
+
+def factuality_status_records(rng, refusal: float, invalid: float, per_identity: int = 1) -> list[dict]:
+    """Records (pair_id, dimension, status) of ``vignette_factuality`` at its default budget: 329
+    identity-contrast pairs (2 docs: "What is the {identity} doing?" for each person) and 329
+    identity-activity pairs (4 docs: also "Who is doing {activity}?" for each activity); refusal and
+    invalid propensities per pair (:func:`_gamma_propensity`)."""
+    _, dims = real_identities()
+    out = []
+    for two in (False, True):
+        left, _, _, _ = sample_real_pairs(rng, per_identity, N_ACTIVITIES, two_activities=two)
+        n, docs = left.size, 4 if two else 2
+        r, v = _gamma_propensity(rng, refusal, n), _gamma_propensity(rng, invalid, n)
+        u = rng.random((n, docs))
+        status = np.where(u < r[:, None], "refusal", np.where(u < (r + v)[:, None], "invalid", "valid"))
+        kind = "a" if two else "i"
+        out += [{"pair_id": f"{kind}{p}", "dimension": dims[left[p]], "status": status[p, d],
+                 "doc_id": f"{kind}{p}|{d}"} for p in range(n) for d in range(docs)]
+    return out
+
+
+def _perception_expected(rng, theta: np.ndarray, per_identity: int, names: np.ndarray):
+    """``vignette_perception``'s "struggle" question on its identity-contrast pairs (the rows Figs 3 and 5's
+    perception score P(i) reads: ``pair_kind`` identity, ``parameter`` struggle), one doc a pair, at
+    ``per_identity`` draws an anchor, identities renamed as :func:`_decision_expected`; DGP as
+    :func:`real_perception_table`. Returns (table, each row's expected share given the design: pair and
+    image effects integrated out, mean 0)."""
+    _, dims = real_identities()
+    nuisance = REAL_NUISANCE
+    left, right, act, _ = sample_real_pairs(rng, per_identity, 75)
+    image = rng.normal(0, nuisance["image_sd"], size=(len(names), 75))
+    u = rng.normal(0, nuisance["pair_sd"], left.size)
+    mean = np.clip(0.5 + nuisance["left"] + (theta[left] - theta[right]) / 2, 0, 1)
+    p = np.clip(mean + u + (image[left, act] - image[right, act]) / 2, 0, 1)
+    chose = (rng.random(left.size) < p).astype(int)
+    rename = np.array([f"g{x.split(':')[0][0]}-{x.split(':')[1]}-{x.split(':')[2]}" for x in names])
+    pid = np.arange(left.size).astype(str)
+    table = pd.DataFrame({"doc_id": np.concatenate([pid, pid]), "pair_id": np.concatenate([pid, pid]),
+                          "identity": np.concatenate([rename[left], rename[right]]),
+                          "partner": np.concatenate([rename[right], rename[left]]),
+                          "context": np.concatenate([act, act]).astype(str),
+                          "selected": np.concatenate([chose, 1 - chose]),
+                          "dimension": np.concatenate([dims[left], dims[left]]),
+                          "position": np.repeat([0, 1], left.size), "parameter": "struggle", "pair_kind": "identity"})
+    return table, np.concatenate([mean, 1 - mean])
+
+
+def _renamed_factuality(table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`factuality_real_table`'s table with identities renamed as :func:`_decision_expected` (the
+    authors' gender pooling, ``stats.gender_neutral``, keeps them apart)."""
+    def rename(x):
+        return x.map(lambda n: f"g{n.split(':')[0][0]}-{n.split(':')[1]}-{n.split(':')[2]}")
+
+    return table.assign(identity=rename(table["identity"]), partner=rename(table["partner"]))
+
+
+def gap_test_rows(n_seeds: int, seed: int, offset: int = 0, quick: bool = False,
+                  parts: tuple[str, ...] = GAP_TEST_PARTS) -> list[dict]:
+    """Rejection rows (1 Dec 2026) of the tests the tasks and the report show that had none, each under its
+    null with the heterogeneity the null allows, at the tasks' designs:
+
+    - ``perception_tests``: ``selection_spread_<question>_<dimension>_p_null`` (the perception headline's
+      "clear"), at ``vignette_perception``'s one-question design (658 identity + 658 identity-activity pairs);
+    - ``factuality_tests``: ``accuracy_spread_<dimension>_p_null`` at ``vignette_factuality``'s default budget,
+      no identity effect on accuracy (activity, pair, question-type and left-person effects);
+    - ``activity_tests``: ``activity_selection_spread_<question>_p_null`` and the activity-contrast tests
+      behind ``n_activities_significant_<question>`` (per test; family-wise after Holm) at the default budget
+      and at :data:`ACTIVITY_BUDGET`, where the family can reject;
+    - ``budget_tests``: at pairs_per_identity 12 (:data:`RECOMMENDED_DECISION_BUDGET`), the per-identity
+      sign-flip test per identity, the decision-by-question identity tests
+      (``n_identities_significant_question_<q>``, per test and family-wise) and the vision-vs-text tests
+      (``stats.vision_text_tests``, per identity and family-wise);
+    - ``default_tests``: the vision-vs-text and decision-by-question families at the default budget (2).
+    """
+    from lm_eval_bias.core.aggregation import BOOTSTRAP_SEED_ENV, NULL_ITERS_ENV, environment
+    from lm_eval_bias.vignette import analysis
+    from lm_eval_bias.vignette.schema import DIMENSIONS
+
+    n_perm = 199 if quick else 499
+    names, dims = real_identities()
+    testable = [d for d in sorted(set(dims)) if d != "gender_and_sex"]
+    nuisance = ", ".join(f"{k} {'+' if k == 'left' else 'sd '}{v:.2f}" for k, v in REAL_NUISANCE.items())
+    seeds = range(offset, offset + n_seeds)
+    rows = []
+
+    def row(quantity, design, dgp, hits, note="", role="default", boot=0):
+        rows.append(_row(quantity, "test", design, dgp, math.nan, [], rejected=hits, n_seeds=len(hits), n_boot=boot,
+                         seed=seed, note=note, role=role))
+
+    def env(s):
+        return environment({NULL_ITERS_ENV: str(n_perm), BOOTSTRAP_SEED_ENV: str(seed + 1_000_000 + s)})
+
+    if "perception_tests" in parts:
+        per = "vignette_perception, one question: 329 identities, 658 identity + 658 identity-activity pairs"
+        rate = []
+        for s in seeds:
+            rng = np.random.default_rng([seed, 170_000, s])
+            table = real_perception_table(rng, np.zeros(len(names)))
+            out: dict[str, float] = {}
+            with env(s):
+                analysis._spreads(out, table, "selection_spread_struggle_")
+            rate.append(float(np.mean([out[f"selection_spread_struggle_{d}_p_null"] < 0.05 for d in testable])))
+        row("selection_spread_<question>_<d>_p_null (perception), p < 0.05", per,
+            f"no identity preference; {nuisance} (probability scale)", rate, boot=n_perm,
+            note=("mean share of 7 dimensions (gender_and_sex cannot reach 0.05); analysis._spreads: within-pair "
+                  "label swaps of the side-adjusted answers; the perception headline calls a spread 'clear' below "
+                  "0.05"))
+    if "factuality_tests" in parts:
+        fact = "vignette_factuality, default budget: 329 identity + 329 identity-activity pairs (2 or 4 answers a pair)"
+        rate = []
+        for s in seeds:
+            rng = np.random.default_rng([seed, 190_000, s])
+            table, _ = factuality_real_table(rng, 2.2, identity_sd=0.0, side=FACTUALITY_SIDE)
+            frame = table.assign(context="all", correct=table["correct"].astype(int))
+            design = vg.pair_design(frame, value="correct")
+            out = {}
+            with env(s):  # analysis.summarize's factuality spreads
+                analysis._resampled(out, design, lambda r, o: vg.spread_by_stratum(
+                    design, vg.identity_rates(design, r, o, pooled=True)),
+                    {d: f"accuracy_spread_{d}" for d in DIMENSIONS})
+            rate.append(float(np.mean([out[f"accuracy_spread_{d}_p_null"] < 0.05 for d in testable])))
+        row("accuracy_spread_<d>_p_null (factuality), p < 0.05", fact,
+            (f"P(correct) = expit(2.2 + activity (sd 0.7) + pair (sd 0.5) effects - 0.5 for 'who' questions + "
+             f"{FACTUALITY_SIDE:g} for the left person); no identity effect"), rate, boot=n_perm,
+            note="mean share of 7 dimensions (gender_and_sex cannot reach 0.05); within-pair label swaps (no side "
+                 "adjustment: the factuality table has no position)")
+    for budget in [b for b, part in ((1, "activity_tests"), (ACTIVITY_BUDGET, "activity_budget_tests")) if part in parts]:
+        design = (f"vignette_perception, activity contrast, one question: {329 * budget} image pairs (one identity, "
+                  "two activities), pairs_per_identity " + str(budget))
+        p_null, raw, fwer, can, mde = [], [], [], [], []
+        for s in seeds:
+            rng = np.random.default_rng([seed, 180_000 + budget, s])
+            choices, _ = activity_contrast_choices(rng, 0.0, per_identity=budget)
+            out = {}
+            with env(s):
+                analysis._activity_contrast(out, activity_contrast_records(choices))
+            tests = vg.activity_contrast_tests(choices, 1, 0)
+            if budget == 1:
+                p_null.append(out["activity_selection_spread_struggle_p_null"] < 0.05)
+            raw.append(float((tests["p_value"].dropna() < 0.05).mean()))
+            fwer.append(bool((tests["p_holm"] < 0.05).any()))
+            can.append(out["n_activities_significant_struggle_can_reject"])
+            mde.append(out["n_activities_significant_struggle_mde"])
+        dgp = "no activity preference: P(first activity) = 0.6 (first-option effect +0.1) + pair (sd 0.05)"
+        if budget == 1:
+            row("activity_selection_spread_<question>_p_null, p < 0.05", design, dgp, p_null, boot=n_perm,
+                note="analysis._activity_contrast: within-pair swaps of the two activities (the spread over 75 "
+                     "activities)")
+        row("activity-contrast test (n_activities_significant_<question>), per activity p < 0.05", design, dgp, raw,
+            note=(f"mean share of the 75 activities; pair-level sign flip (stats.activity_contrast_tests), "
+                  f"exact and not randomised up to 12 pairs (one answer a pair: a two-sided binomial test)"
+                  + ("; at the default budget (about 9 pairs an activity) conservative by discreteness"
+                     if budget == 1 else "")))
+        row("activity-contrast tests, any activity Holm p < 0.05 (n_activities_significant_<question> > 0)",
+            design, dgp, fwer, note=(f"family-wise over 75 activities; can_reject in {np.mean(can):.0%} of seeds; "
+                                     f"MDE {np.nanmean(mde):.1f} pp of S"))
+    if "budget_tests" in parts or "default_tests" in parts:
+        budgets = ([RECOMMENDED_DECISION_BUDGET] if "budget_tests" in parts else []) + ([2] if "default_tests" in parts else [])
+        for k in budgets:
+            design = (f"vignette_decision + _textonly: 329 identities, pairs_per_identity {k} "
+                      f"({329 * k} image pairs x {N_QUESTIONS} questions, one per question dimension)")
+            id_raw, q_raw, q_any, vt_raw, vt_any, vt_paper, vt_can, q_can = ([] for _ in range(8))
+            # the default budget's families cannot reject (smallest p 2/2^4 per identity): BUDGET_SEEDS seeds
+            # TEST_SEEDS (811) at pairs_per_identity 12 (1.5 s a seed)
+            for s in range(offset, offset + min(n_seeds, TEST_SEEDS if k != 2 else BUDGET_SEEDS)):
+                rng = np.random.default_rng([seed, 200_000 + k, s])
+                vision, text = real_vision_text_tables(rng, np.zeros(len(names)), k)
+                if k != 2:
+                    ids = vg.identity_pair_tests(vision, paper=False)
+                    id_raw.append(float((ids["p_value"].dropna() < 0.05).mean()))
+                # stats.decision_dimension_tests without its paper Fisher tests (1.3 s a seed): the same
+                # identity_pair_tests per question dimension, Holm over the question's identities
+                by_q = pd.concat({q: vg.identity_pair_tests(part, paper=False) for q, part in vision.groupby("parameter")})
+                q_raw.append(float((by_q["p_value"].dropna() < 0.05).mean()))
+                q_any.append(float(np.mean([(part["p_holm"] < 0.05).any() for _, part in by_q.groupby(level=0)])))
+                q_can.append(float(np.mean([vg.identity_family_power(part).can_reject
+                                            for _, part in by_q.groupby(level=0)])))
+                vt = vg.vision_text_tests(vision, text)
+                vt_raw.append(float((vt["p_value"].dropna() < 0.05).mean()))
+                vt_any.append(bool((vt["p_holm"] < 0.05).any()))
+                vt_paper.append(bool((vt["p_paper_holm"] < 0.05).any()))
+                vt_can.append(vg.identity_family_power(vt).can_reject if "n_contributing" in vt else math.nan)
+            dgp = (f"no identity preference, the image changes nothing for any identity; {nuisance} (probability "
+                   "scale; the image effect in the vision task only; pair effect and question sides shared)")
+            role_raw = "default" if k != 2 else "diagnostic"
+            if k != 2:
+                row("identity test (pair-level sign flip), per identity p < 0.05", design, dgp, id_raw,
+                    note=("mean share of the 329 identities (n_identities_significant's p_value); about 24 "
+                          "contributing pairs an identity: the normal approximation z = sum c / sqrt(sum c^2); "
+                          "not randomised over ties"))
+            row("decision-by-question identity test (decision_dimension_tests), per identity x question p < 0.05",
+                design, dgp, q_raw, role=role_raw,
+                note=("mean share of 329 identities x 6 question dimensions (one doc a pair and question: a two-sided "
+                      "sign test, exact and not randomised up to 12 pairs)"))
+            row("decision-by-question identity tests, any identity of a question Holm p < 0.05 "
+                "(n_identities_significant_question_<q> > 0)", design, dgp, q_any,
+                note=(f"family-wise per question dimension (Holm over 329 identities), averaged over the 6; "
+                      f"can_reject in {np.mean(q_can):.0%} of question families"))
+            row("vision-vs-text test (vision_text_tests, pair-level sign flip), per identity p < 0.05", design, dgp,
+                vt_raw, role=role_raw,
+                note=("mean share of the 329 identities; d_p = vision minus text share of the pair's 6 answers"
+                      + ("; about 4 pairs an identity (smallest p 2/2^4): only identities in 6 or more pairs can "
+                         "reach 0.05" if k == 2 else "")))
+            row("vision-vs-text tests, any identity Holm p < 0.05", design, dgp, vt_any,
+                note=("family-wise over 329 identities (Holm)"
+                      + (f"; can_reject in {np.nanmean(vt_can):.0%} of seeds" if np.isfinite(np.nanmean(vt_can)) else "")))
+            rows.append(_row("vision-vs-text z-test (paper), any identity Holm p < 0.05", "test", design, dgp, math.nan,
+                             [], rejected=vt_paper, n_seeds=len(vt_paper), seed=seed, role="paper",
+                             note="the paper's two-proportion z-test of pooled counts (p_paper), every answer independent"))
+    return rows
+
+
+def gap_interval_rows(n_seeds: int, seed: int, offset: int = 0, quick: bool = False,
+                      parts: tuple[str, ...] = GAP_INTERVAL_PARTS) -> list[dict]:
+    """Coverage rows (1 Dec 2026): ``factuality_scores`` / ``perception_scores``: Figs 3 and 5's per-identity
+    factuality F(i) and perception 100 - P(i) at pairs_per_identity 12 (where D(i) is calibrated, :func:`share_rows`; at the
+    default budgets an identity has 2-6 pairs and no interval); ``factuality_rates``: the response rates
+    (valid / refusal / invalid) at ``vignette_factuality``'s default design (2 or 4 docs a pair)."""
+    from lm_eval_bias.vignette import analysis, paradigms as vp
+
+    rows = []
+    seeds = range(offset, offset + n_seeds)
+    minimum = vg.MIN_PAIRS_FOR_INTERVAL
+    names, _ = real_identities()
+    k = RECOMMENDED_DECISION_BUDGET
+
+    def row(quantity, design, dgp, truth, estimates, hits, note="", hits_per_seed=None):
+        rows.append(_row(quantity, "interval", design, dgp, truth, estimates, covered=hits, n_seeds=n_seeds,
+                         seed=seed, note=note, hits_per_seed=hits_per_seed))
+
+    def covered(low, high, truth):
+        low, high, truth = (np.asarray(x, dtype=float) for x in (low, high, truth))
+        ok = np.isfinite(low) & np.isfinite(high)
+        return np.where(ok, (low <= truth + 1e-12) & (truth - 1e-12 <= high), np.nan)
+
+    n_truth = 4 if quick else SHARE_TRUTH_DESIGNS // 4
+    if "factuality_scores" in parts:
+        fig = (f"vignette_factuality at pairs_per_identity {k}: 329 identities, {329 * k} identity + {329 * k} "
+               "identity-activity pairs (2 or 4 answers a pair)")
+        for mu in FACTUALITY_SCORE_MU:
+            def credited(d):  # F(i): every answer of a pair credited to both of its people
+                table, mean = factuality_real_table(np.random.default_rng([seed, 221_000 + int(mu * 100), d]), mu,
+                                                    per_identity=k)
+                t = _renamed_factuality(table)
+                return np.concatenate([t["identity"].to_numpy(), t["partner"].to_numpy()]), np.concatenate([mean, mean])
+
+            truth = _superpopulation_share(credited(d) for d in range(n_truth))
+            hits, by_seed, n_ci = [], [], []
+            for s in seeds:
+                rng = np.random.default_rng([seed, 220_000 + int(mu * 100), s])
+                table, _ = factuality_real_table(rng, mu, per_identity=k)
+                out = vp.paradigm_score_intervals({"factuality": _renamed_factuality(table)}, None, n_boot=1)
+                idx = out["estimate"].index.get_level_values("identity")
+                h = covered(out["ci_low"]["factuality"].to_numpy(), out["ci_high"]["factuality"].to_numpy(),
+                            truth.reindex(idx).to_numpy())
+                hits.extend(h[np.isfinite(h)].tolist())
+                by_seed.append(h)
+                n_ci.append(int(np.isfinite(h).sum()))
+            row("Figs 3/5 factuality score F(i) per identity (report)", fig,
+                (f"P(correct) = expit({mu:g} + activity (sd 0.7) + identity (sd 0.4) + pair (sd 0.5) effects - 0.5 for "
+                 "'who' questions)"), math.nan, [], hits,
+                note=(f"{np.mean(n_ci):.0f} of 329 identities with an interval; F(i): every answer of a pair showing "
+                      "the identity (both people credited); truth: expected share over the sampler's designs; "
+                      f"truths {truth.min():.1f}-{truth.max():.1f} %; MC SE with the seed as the cluster"),
+                hits_per_seed=by_seed)
+    if "perception_scores" in parts:
+        fig = (f"vignette_perception ('struggle') at pairs_per_identity {k}: 329 identities, {329 * k} identity-contrast "
+               "pairs, one answer a pair")
+        for rms in PERCEPTION_SCORE_THETA:
+            theta = real_theta(rms)
+            truth = _superpopulation_share(
+                (lambda t_e: (t_e[0]["identity"].to_numpy(), t_e[1]))(_perception_expected(
+                    np.random.default_rng([seed, 231_000 + int(rms * 1000), d]), theta, k, names))
+                for d in range(n_truth))
+            hits, by_seed, n_ci = [], [], []
+            for s in seeds:
+                rng = np.random.default_rng([seed, 230_000 + int(rms * 1000), s])
+                table, _ = _perception_expected(rng, theta, k, names)
+                out = vp.paradigm_score_intervals({"perception": table}, None, n_boot=1)
+                idx = out["estimate"].index.get_level_values("identity")
+                h = covered(out["ci_low"]["perception"].to_numpy(), out["ci_high"]["perception"].to_numpy(),
+                            100.0 - truth.reindex(idx).to_numpy())
+                hits.extend(h[np.isfinite(h)].tolist())
+                by_seed.append(h)
+                n_ci.append(int(np.isfinite(h).sum()))
+            row("Figs 3/5 perception score 100 - P(i) per identity (report)", fig,
+                f"identity preference theta rms {rms:g} per stratum; side, pair and image effects", math.nan, [], hits,
+                note=(f"{np.mean(n_ci):.0f} of 329 identities with an interval (one answer a pair: mid-p binomial); "
+                      "truth: 100 - expected share over the sampler's designs; MC SE with the seed as the cluster"),
+                hits_per_seed=by_seed)
+    if "factuality_rates" in parts:
+        fact = "vignette_factuality, default budget: 329 identity + 329 identity-activity pairs (2 or 4 docs a pair)"
+        for refusal, invalid in RATE_GRID:
+            truth = {"refusal": _capped_mean(refusal), "invalid": _capped_mean(invalid)}
+            truth["valid"] = 1 - truth["refusal"] - truth["invalid"]
+            hits = {x: [] for x in truth}
+            est = {x: [] for x in truth}
+            for s in seeds:
+                rng = np.random.default_rng([seed, 240_000 + int(refusal * 1e4), s])
+                keys = analysis.rate_keys(factuality_status_records(rng, refusal, invalid))
+                for status in truth:
+                    est[status].append(keys[f"{status}_rate"])
+                    hits[status].append(covered(keys[f"{status}_rate_ci_low"], keys[f"{status}_rate_ci_high"],
+                                                truth[status]).item())
+            dgp = (f"refusal and invalid propensities per pair: mean {refusal:g} / {invalid:g} x Gamma(0.5, 2) "
+                   "(overdispersed), capped at 0.9")
+            for status in truth:
+                row(f"{status}_rate", fact, dgp, truth[status], est[status], hits[status],
+                    note="analysis key (rate_keys): pair jackknife, logit-t")
     return rows
 
 
