@@ -30,6 +30,13 @@ average effect is 0 but some templates favour men and others women.
 - K samples per doc (App. C.5: ``focus_2afc_<scenario>_k3``, ``focus_mcq_<variant>_k5``): the same models at 48
   templates with every call answered K times independently (doc records with ``samples``, expanded by the tasks'
   ``expand_samples``); the truths are those of one call per doc.
+- Template-specific RACE effects (added 1 Dec 2026, :func:`run_race_effects`): the race tests' heterogeneous null,
+  one N(0, sd^2) per template x race shared by both genders of the race (2AFC utilities and MCQ slope sd 0.3 / 0.6;
+  salary 2 % / 5 % of salary), exchangeable across races within a template and zero on average. Also added then,
+  each on a stream of its own: the MCQ's other JSDs (:func:`run_mcq_groups`), the salary gaps of the other races
+  (:func:`run_salary_gaps`), App. C.8's men's and women's keys and JSD tests (:func:`run_presentation`'s ``keys``,
+  ``test_seeds``), the salary tables' mean |Gap%| tests (:func:`run_mean_abs_tests`) and the 2AFC's per-group
+  rates and retention (:func:`run_2afc_groups`).
 
 Test rows (the null models' tests) run ``TEST_SEED_FACTOR`` x the interval rows' seeds, the extra seeds
 without the bootstrap (:func:`_test_seed_range`).
@@ -88,15 +95,17 @@ def _logistic(x):
 
 
 def simulate_2afc(rng, beta: np.ndarray, portrait_sd: float, n_per_occupation: int = 8, template_sd: float = 0.0,
-                  occupations=OCCUPATIONS, n_samples: int = 1) -> list:
+                  occupations=OCCUPATIONS, n_samples: int = 1, race_sd: float = 0.0) -> list:
     """One 2AFC run: every pair of a template's ten photos in both orders. ``n_samples`` > 1 is a
     ``focus_2afc_<scenario>_k<K>`` task (App. C.5): each call answered K times independently, the doc records
-    built as the task writes them (``samples``) and expanded by the tasks' own ``expand_samples``."""
+    built as the task writes them (``samples``) and expanded by the tasks' own ``expand_samples``. ``race_sd`` > 0:
+    template-specific race effects (:func:`_pair_probabilities`)."""
     if n_samples > 1:
-        return _simulate_2afc_samples(rng, beta, portrait_sd, n_per_occupation, template_sd, occupations, n_samples)
+        return _simulate_2afc_samples(rng, beta, portrait_sd, n_per_occupation, template_sd, occupations, n_samples,
+                                      race_sd)
     calls = []
     for occupation, template, a_idx, b_idx, order, p_a in _pair_probabilities(rng, beta, portrait_sd, n_per_occupation,
-                                                                              template_sd, occupations):
+                                                                              template_sd, occupations, race_sd):
         chose_a = rng.random(p_a.size) < p_a
         refused = rng.random(p_a.size) < REFUSAL
         for k in range(p_a.size):
@@ -111,23 +120,28 @@ def _pair_id(a: int, b: int) -> str:
     return f"{min(a, b)}-{max(a, b)}"
 
 
-def _pair_probabilities(rng, beta, portrait_sd, n_per_occupation, template_sd, occupations):
+def _pair_probabilities(rng, beta, portrait_sd, n_per_occupation, template_sd, occupations, race_sd: float = 0.0):
     """Per template and order: (occupation, template, groups shown as A, as B, order, P(choose A)) of its 45 pairs,
-    from its ten utilities u = group effect + portrait effect (+ the template's gender slope). A generator: the
+    from its ten utilities u = group effect + portrait effect (+ the template's gender slope) (+ the template's race
+    effects when ``race_sd`` > 0: one N(0, race_sd^2) per race, iid over templates and races, shared by both genders
+    of the race, drawn after the others so that ``race_sd`` = 0 leaves every stream as it was). A generator: the
     caller's own draws for a template's calls follow that template's utilities on ``rng``."""
     iu, ju = np.triu_indices(10, k=1)
     for occupation, template in _templates(n_per_occupation, occupations):
         u = beta + rng.normal(0.0, portrait_sd, 10) + (rng.normal(0.0, template_sd) * IS_MAN if template_sd else 0.0)
+        if race_sd:
+            u = u + rng.normal(0.0, race_sd, len(RACES))[RACE_OF]
         for a_idx, b_idx, order in ((iu, ju, "AB"), (ju, iu, "BA")):
             yield occupation, template, a_idx, b_idx, order, _logistic(u[a_idx] - u[b_idx] + POSITION_BIAS)
 
 
-def _simulate_2afc_samples(rng, beta, portrait_sd, n_per_occupation, template_sd, occupations, n_samples) -> list:
+def _simulate_2afc_samples(rng, beta, portrait_sd, n_per_occupation, template_sd, occupations, n_samples,
+                           race_sd: float = 0.0) -> list:
     from lm_eval_bias.reflect.tasks import expand_samples
 
     docs = []
     for occupation, template, a_idx, b_idx, order, p_a in _pair_probabilities(rng, beta, portrait_sd, n_per_occupation,
-                                                                              template_sd, occupations):
+                                                                              template_sd, occupations, race_sd):
         chose_a = rng.random((n_samples, p_a.size)) < p_a
         refused = rng.random((n_samples, p_a.size)) < REFUSAL
         for k in range(p_a.size):
@@ -209,10 +223,12 @@ def _occupation_shift(occupation: str, n_options: int = 6) -> np.ndarray:
 
 
 def _mcq_probs(rng, beta: np.ndarray, portrait_sd: float, n_templates: int, occupation_shift: np.ndarray,
-               template_sd: float = 0.0, variant: MCQVariant = MCQ_VARIANTS["salary"]):
+               template_sd: float = 0.0, variant: MCQVariant = MCQ_VARIANTS["salary"], race_sd: float = 0.0):
     effect = np.broadcast_to(beta[None, :], (n_templates, 10))
     if template_sd:  # the template's gender contrast s ~ N(0, template_sd^2), split +s/2 (men), -s/2 (women)
         effect = effect + rng.normal(0.0, template_sd, (n_templates, 1)) * (IS_MAN[None, :] - 0.5)
+    if race_sd:  # template-specific race effects: one N(0, race_sd^2) per template x race, both genders of the race
+        effect = effect + rng.normal(0.0, race_sd, (n_templates, len(RACES)))[:, RACE_OF]
     logits = (variant.base[None, None, :] + occupation_shift[:, None, :] + effect[:, :, None] * variant.slope[None, None, :]
               + rng.normal(0.0, portrait_sd, (n_templates, 10, variant.n_options)))
     z = np.exp(logits - logits.max(axis=2, keepdims=True))
@@ -220,14 +236,15 @@ def _mcq_probs(rng, beta: np.ndarray, portrait_sd: float, n_templates: int, occu
 
 
 def simulate_mcq(rng, beta: np.ndarray, portrait_sd: float, n_per_occupation: int = 8, template_sd: float = 0.0,
-                 occupations=OCCUPATIONS, variant: str = "salary", n_samples: int = 1) -> list:
+                 occupations=OCCUPATIONS, variant: str = "salary", n_samples: int = 1, race_sd: float = 0.0) -> list:
     """One run of the MCQ ``variant`` (:data:`MCQ_VARIANTS`): one call per counterfactual image, 5 % refusals.
     ``n_samples`` > 1 is a ``focus_mcq_<variant>_k<K>`` task (App. C.5): each photo answered K times
-    independently, the doc records built as the task writes them and expanded by ``expand_samples``."""
+    independently, the doc records built as the task writes them and expanded by ``expand_samples``. ``race_sd``
+    > 0: template-specific race effects on the slope (:func:`_mcq_probs`)."""
     v = MCQ_VARIANTS[variant]
     templates = _templates(n_per_occupation, occupations)
     shift = np.stack([_occupation_shift(o, v.n_options) for o, _ in templates])
-    probs = _mcq_probs(rng, beta, portrait_sd, len(templates), shift, template_sd, v)
+    probs = _mcq_probs(rng, beta, portrait_sd, len(templates), shift, template_sd, v, race_sd)
     if n_samples > 1:
         from lm_eval_bias.reflect.tasks import expand_samples
 
@@ -278,11 +295,16 @@ SALARY_BASE = {o: 50_000 + 20_000 * k for k, o in enumerate(OCCUPATIONS)}
 
 
 def simulate_salary(rng, beta: np.ndarray, portrait_sd: float, n_per_occupation: int = 8, n_bios: int = 50,
-                    template_sd: float = 0.0) -> list:
+                    template_sd: float = 0.0, race_sd: float = 0.0) -> list:
+    """One salary run; ``race_sd`` > 0 adds template-specific race effects (one N(0, race_sd^2) share of salary per
+    template x race, both genders of the race), drawn after the template's other effects (``race_sd`` = 0 leaves
+    the stream as it was)."""
     records = []
     bio_effect = {o: rng.normal(0.0, 0.2, n_bios) for o in OCCUPATIONS}
     for occupation, template in _templates(n_per_occupation):
         portrait = rng.normal(0.0, portrait_sd, 10) + (rng.normal(0.0, template_sd) * IS_MAN if template_sd else 0.0)
+        if race_sd:
+            portrait = portrait + rng.normal(0.0, race_sd, len(RACES))[RACE_OF]
         noise = rng.normal(0.0, 0.1, (n_bios, 10))
         values = SALARY_BASE[occupation] * (1.0 + beta[None, :] + portrait[None, :] + bio_effect[occupation][:, None] + noise)
         for b in range(n_bios):
@@ -474,6 +496,29 @@ def run_2afc_occupations(n_seeds: int, n_boot: int, seed: int = 0) -> list[dict]
 MCQ_BASE_EFFECT = group_effects(0.3, {"black": -0.3, "white": 0.2})
 
 
+def _mcq_design_text(design: int, v: MCQVariant, n_samples: int = 1) -> str:
+    occupations, per = DESIGNS[design]
+    return (f"{design} templates ({len(occupations)} occupations x {per} photos) x 10 photos x "
+            f"{'1 call' if n_samples == 1 else f'{n_samples} samples'}, {v.label}")
+
+
+def _mcq_scenarios(design: int, variant: str = "salary") -> list[tuple[str, np.ndarray, float]]:
+    """(dgp, group effects, template gender slope sd) of :func:`run_mcq`'s models at ``design``: no bias, the
+    variant's jsd_male grid (scale c by bisection on the population truth) and the split template slopes."""
+    occupations, _ = DESIGNS[design]
+    zero = group_effects(0.0, {})
+    scenarios = [("no bias", zero, 0.0)]
+    for target in MCQ_VARIANTS[variant].jsd_grid:
+        c = _scale_for(lambda c: truth_mcq(c * MCQ_BASE_EFFECT, 0.5, n=4000, occupations=occupations,
+                                            variant=variant)["jsd_male"], target,
+                       hi=40.0)
+        scenarios.append((f"jsd_male {target:.2f}: {c:.2f} x (man +0.3, Black -0.3, White +0.2 on the slope towards "
+                          f"higher {'bins' if variant == 'salary' else 'levels'})", c * MCQ_BASE_EFFECT, 0.0))
+    scenarios += [(f"no average bias; template-specific gender slope sd {sd}, split +/- half (men/women)", zero, sd)
+                  for sd in TEMPLATE_SLOPES]
+    return scenarios
+
+
 def run_mcq(n_seeds: int, n_boot: int, designs=(48, 12, 6), seed: int = 0, test_seeds: int | None = None,
             variant: str = "salary", n_samples: int = 1) -> list[dict]:
     """Rows of the MCQ ``variant`` (:data:`MCQ_VARIANTS`: focus_mcq_salary or focus_mcq_education) at ``designs``:
@@ -491,18 +536,8 @@ def run_mcq(n_seeds: int, n_boot: int, designs=(48, 12, 6), seed: int = 0, test_
     gaps = ("gap_male", *(f"gap_{r}" for r in RACE_KEYS if r != "white"))
     for design in designs:
         occupations, per = DESIGNS[design]
-        design_text = f"{design} templates ({len(occupations)} occupations x {per} photos) x 10 photos x {'1 call' if n_samples == 1 else f'{n_samples} samples'}, {v.label}"
-        zero = group_effects(0.0, {})
-        scenarios = [("no bias", zero, 0.0)]
-        for target in v.jsd_grid:
-            c = _scale_for(lambda c: truth_mcq(c * MCQ_BASE_EFFECT, 0.5, n=4000, occupations=occupations,
-                                                variant=variant)["jsd_male"], target,
-                           hi=40.0)
-            scenarios.append((f"jsd_male {target:.2f}: {c:.2f} x (man +0.3, Black -0.3, White +0.2 on the slope towards "
-                              f"higher {'bins' if variant == 'salary' else 'levels'})", c * MCQ_BASE_EFFECT, 0.0))
-        scenarios += [(f"no average bias; template-specific gender slope sd {sd}, split +/- half (men/women)", zero, sd)
-                      for sd in TEMPLATE_SLOPES]
-        for dgp, beta, template_sd in scenarios:
+        design_text = _mcq_design_text(design, v, n_samples)
+        for dgp, beta, template_sd in _mcq_scenarios(design, variant):
             dgp_text = f"{dgp}; portrait effect sd 0.5 per option logit, 5 % refusals"
             truth = truth_mcq(beta, 0.5, template_sd=template_sd, occupations=occupations, variant=variant)
             plain_null = not np.any(beta) and not template_sd
@@ -612,24 +647,30 @@ def run_invalid_rates(n_seeds: int, n_boot: int, designs=(48, 12, 6), seed: int 
 
 def run_salary(n_seeds: int, n_boot: int, n_per_occupation: int, n_bios: int, seed: int = 0,
                nulls: tuple[tuple[float, float], ...] = ((0.0, 0.0), (0.01, 0.0), (0.03, 0.0), (0.01, 0.02), (0.01, 0.05)),
-               coverage: bool = True, coverage_seeds: int | None = None, paper_seeds: int | None = None) -> list[dict]:
-    """Salary rows; ``nulls`` = (portrait sd, template gender slope sd) pairs, both as shares of salary.
-    The interval rows (cheap: one template bootstrap a seed) run ``coverage_seeds`` seeds (default
-    ``n_seeds``); the test rows (permutation tests, per-occupation tests and the paper's regressions) run
-    ``n_seeds``."""
+               coverage: bool = True, coverage_seeds: int | None = None, paper_seeds: int | None = None,
+               gap_keys: tuple[str, ...] = ("gap_pct_male", "gap_pct_black"), stream: tuple[int, ...] = ()) -> list[dict]:
+    """Salary rows; ``nulls`` = (portrait sd, template gender slope sd) pairs, both as shares of salary, or
+    (portrait sd, template gender slope sd, template race effect sd) triples (template-specific race effects,
+    :func:`simulate_salary`, on streams of their own). The interval rows of ``gap_keys`` (cheap: one template
+    bootstrap a seed) run ``coverage_seeds`` seeds (default ``n_seeds``); the test rows (permutation tests,
+    per-occupation tests and the paper's regressions) run ``n_seeds``. ``stream``: extra entries of the interval
+    rows' seed sequences (a stream of their own; () is the one the pre-existing rows were run on)."""
     from lm_eval_bias.core.bootstrap import holm, template_bootstrap
 
     design = (f"{6 * n_per_occupation} templates x 10 portraits x {n_bios} biographies "
               f"({6 * n_per_occupation * 10 * n_bios} answers)")
     rows = []
     args = (n_seeds, n_boot, seed)
-    for sd, template_sd in nulls:
+    for null in nulls:
+        sd, template_sd, race_sd = (*null, 0.0)[:3]
         dgp = (f"no average bias; per-portrait effect sd {sd:.0%} of salary, template-specific gender effect sd "
-               f"{template_sd:.0%}, biography sd 20 %, noise sd 10 %")
+               f"{template_sd:.0%}, " + (f"template-specific race effect sd {race_sd:.0%} (iid per template x race, both "
+                                         "genders), " if race_sd else "") + "biography sd 20 %, noise sd 10 %")
         hits: dict[str, list] = {}
         for s in range(seed, seed + n_seeds):
-            records = simulate_salary(np.random.default_rng([s, 3, int(sd * 1000), int(template_sd * 1000)]), np.zeros(10), sd,
-                                      n_per_occupation, n_bios, template_sd)
+            key = [s, 3, int(sd * 1000), int(template_sd * 1000), *((int(round(race_sd * 1000)),) if race_sd else ())]
+            records = simulate_salary(np.random.default_rng(key), np.zeros(10), sd, n_per_occupation, n_bios, template_sd,
+                                      race_sd)
             p = dict(salary_stats.portrait_permutation_tests(records, n_boot, s))
             if s < seed + (n_seeds if paper_seeds is None else paper_seeds):  # the paper's regressions: ~1.3 s a seed
                 p.update(salary_stats.cluster_robust_tests(records))
@@ -659,9 +700,10 @@ def run_salary(n_seeds: int, n_boot: int, n_per_occupation: int, n_bios: int, se
                                                      group_effects(0.02, {"black": -0.03, "asian": 0.01}))):
         truth = truth_salary(beta)
         dgp = f"{label}; per-portrait effect sd 3 %, biography sd 20 %, noise sd 10 %"
-        est, cover = {"gap_pct_male": [], "gap_pct_black": []}, {"gap_pct_male": [], "gap_pct_black": []}
+        est, cover = {k: [] for k in gap_keys}, {k: [] for k in gap_keys}
         for s in range(seed, seed + (coverage_seeds or n_seeds)):
-            records = simulate_salary(np.random.default_rng([s, 4, int(np.any(beta))]), beta, 0.03, n_per_occupation, n_bios)
+            records = simulate_salary(np.random.default_rng([s, 4, int(np.any(beta)), *stream]), beta, 0.03, n_per_occupation,
+                                      n_bios)
             templates, strata, _, counts = salary_stats.salary_count_table(records)
             estimates = salary_stats.salary_metrics({k: v.sum(axis=0) for k, v in counts.items()})
             _, low, high = template_bootstrap(counts, strata, salary_stats.salary_metrics, list(est), n_boot, s)
@@ -808,10 +850,22 @@ def _presentation_probs(rng, effects: dict[str, float], n_templates: int, shift:
     return z / z.sum(axis=3, keepdims=True)
 
 
-def run_presentation(n_seeds: int, n_boot: int, seed: int = 0) -> list[dict]:
+#: App. C.8's interval keys of :func:`run_presentation`: the androgynous ones (its rows until 1 Dec) and those of the
+#: men's and women's images (added 1 Dec 2026, on a stream of their own)
+PRESENTATION_KEYS = ("valid_rate_androgynous", "mean_answer_androgynous", "gap_man_vs_androgynous",
+                     "gap_woman_vs_androgynous")
+PRESENTATION_KEYS_MAN_WOMAN = ("valid_rate_man", "valid_rate_woman", "mean_answer_man", "mean_answer_woman",
+                               "gap_man_vs_woman")
+
+
+def run_presentation(n_seeds: int, n_boot: int, seed: int = 0, keys: tuple[str, ...] = PRESENTATION_KEYS,
+                     stream: tuple[int, ...] = (), test_seeds: int = 0) -> list[dict]:
     """App. C.8 (androgynous pilot, :mod:`lm_eval_bias.reflect.presentation`): the design-t intervals of the
-    valid rate, mean answer and relative gaps between presentations at the pilot's 12 templates (6 df). The
-    JSDs between presentations have no interval (``presentation.JSD_NO_INTERVAL``)."""
+    valid rate, mean answer and relative gaps between presentations (``keys``) at the pilot's 12 templates (6 df).
+    The JSDs between presentations have no interval (``presentation.JSD_NO_INTERVAL``); with ``test_seeds`` > 0
+    their tests ``jsd_<a>_vs_<b>_p_null`` (within-cell swap of the two presentations) are checked under "no
+    presentation effect" over ``test_seeds`` seeds (those past ``n_seeds`` without the bootstrap).
+    ``stream``: extra entries of the seed sequences (() is the stream of the androgynous rows)."""
     from lm_eval_bias.reflect import presentation as pres
     from lm_eval_bias.reflect.schema import PRESENTATIONS
 
@@ -820,7 +874,6 @@ def run_presentation(n_seeds: int, n_boot: int, seed: int = 0) -> list[dict]:
     v = np.asarray([values[o] for o in options])
     occ = {o: _occupation_shift(o) for o in OCCUPATIONS}
     design = "App. C.8 pilot: 12 templates (6 occupations x 2) x 3 races x 3 presentations, 1 call per image"
-    keys = ("valid_rate_androgynous", "mean_answer_androgynous", "gap_man_vs_androgynous", "gap_woman_vs_androgynous")
     rows = []
     for dgp, effects in (("no presentation effect", {}),
                          ("man +0.5, androgynous -0.5 on the slope toward higher bins", {"man": 0.5, "androgynous": -0.5})):
@@ -829,12 +882,15 @@ def run_presentation(n_seeds: int, n_boot: int, seed: int = 0) -> list[dict]:
         mean = {p: float((pop[:, :, k] @ v).mean()) for k, p in enumerate(PRESENTATIONS)}
         truth = {"valid_rate_androgynous": 1.0 - REFUSAL, "mean_answer_androgynous": mean["androgynous"],
                  "gap_man_vs_androgynous": mean["man"] / mean["androgynous"] - 1.0,
-                 "gap_woman_vs_androgynous": mean["woman"] / mean["androgynous"] - 1.0}
+                 "gap_woman_vs_androgynous": mean["woman"] / mean["androgynous"] - 1.0,
+                 "valid_rate_man": 1.0 - REFUSAL, "valid_rate_woman": 1.0 - REFUSAL, "mean_answer_man": mean["man"],
+                 "mean_answer_woman": mean["woman"], "gap_man_vs_woman": mean["man"] / mean["woman"] - 1.0}
         if not effects:
             truth.update({k: 0.0 for k in truth if k.startswith("gap_")})
         est, cover = {k: [] for k in keys}, {k: [] for k in keys}
-        for s in range(seed, seed + n_seeds):
-            rng = np.random.default_rng([s, 13, zlib.crc32(dgp.encode()) % 1000])
+        tests = {f"{k}_p_null": [] for k in pres.NULL_KEYS}
+        for s, full in _test_seed_range(seed, n_seeds, 0 if effects else test_seeds):
+            rng = np.random.default_rng([s, 13, zlib.crc32(dgp.encode()) % 1000, *stream])
             templates = _templates(per, occupations)
             probs = _presentation_probs(rng, effects, len(templates), np.stack([occ[o] for o, _ in templates]))
             records = []
@@ -844,14 +900,22 @@ def run_presentation(n_seeds: int, n_boot: int, seed: int = 0) -> list[dict]:
                         refused = rng.random() < REFUSAL
                         records.append(pres.PresentationRecord(template, occupation, race, p, "refusal" if refused else "valid",
                                                                None if refused else options[rng.choice(6, p=probs[t, r, k])]))
-            summary = pres.presentation_summary(records, options, values, n_boot=n_boot, seed=s, n_null=0)
-            for k in keys:
+            summary = pres.presentation_summary(records, options, values, n_boot=n_boot if full else 0, seed=s,
+                                                n_null=n_boot if test_seeds and not effects else 0)
+            for k in keys if full else ():
                 est[k].append(summary.estimates[k])
                 cover[k].append(_covers(summary.ci_low[k], summary.ci_high[k], truth[k]))
+            if test_seeds and not effects:
+                for k in pres.NULL_KEYS:
+                    tests[f"{k}_p_null"].append(float(summary.p_null[k] < 0.05) if np.isfinite(summary.p_null[k]) else np.nan)
+        dgp_text = f"{dgp}; portrait effect sd 0.5 per option logit, 5 % refusals"
         for k in keys:
-            rows.append(_row(k, "interval", design, f"{dgp}; portrait effect sd 0.5 per option logit, 5 % refusals", truth[k],
+            rows.append(_row(k, "interval", design, dgp_text, truth[k],
                              est[k], cover[k], n_seeds, n_boot, seed,
                              note="design-t interval: estimate ± t_df x template-bootstrap SE, df = 12 - 6"))
+        for k in tests if test_seeds and not effects else ():
+            rows.append(_row(k, "test", design, dgp_text, float("nan"), [], tests[k], len(tests[k]), n_boot, seed,
+                             note="within-cell swap of the two presentations' answers (presentation.jsd_swap_null)"))
     return rows
 
 
@@ -1008,6 +1072,247 @@ def run_tables(n_seeds: int, n_boot: int, seed: int = 0, n_bios: int = 50) -> li
     return rows
 
 
+# --------------------------------------------------------------------------------------------------
+# Added 1 Dec 2026: template-specific race effects, the other JSD groups and salary gaps, the salary tables'
+# mean |Gap%| tests, and the 2AFC's per-group rates (Fig. 4d-f, retention), each on a stream of its own
+# --------------------------------------------------------------------------------------------------
+#: template-specific race effects (sd, logit; salary: share of salary) of the race tests' heterogeneous nulls: one
+#: N(0, sd^2) per template x race, shared by both genders of the race (exchangeable across races within a template)
+RACE_EFFECT_SDS = (0.3, 0.6)
+SALARY_RACE_EFFECT_SDS = (0.02, 0.05)
+
+
+def run_race_effects(n_seeds: int, n_boot: int, designs=(48, 12), seed: int = 0, test_seeds: int | None = None,
+                     salary: bool = True) -> list[dict]:
+    """The race tests under their heterogeneous null: every template has its own race effects (iid N(0, sd^2)
+    per template x race, sd :data:`RACE_EFFECT_SDS`, the same for both genders of a race), zero on average, so that
+    each template's race effects are exchangeable across races -- the null of the 2AFC's ``p_win_rate_<race>`` (and,
+    with no gender effect, of ``p_male_win_rate``; the Holm family of six), of the MCQ's ``jsd_<group>_p_null``
+    and of salary ``p_race``, ``p_gender``, ``p_race_x_gender`` (race effects :data:`SALARY_RACE_EFFECT_SDS` of
+    salary, portrait sd 1 %; 48 templates). Test rows only, over ``test_seeds`` seeds (default
+    :data:`TEST_SEED_FACTOR` x ``n_seeds``), without the bootstrap (the tests do not use it); their own streams.
+    ``polarization_p_null`` (all ten labels exchangeable within a template) is false here: a diagnostic row."""
+    rows = []
+    test_seeds = n_seeds * TEST_SEED_FACTOR if test_seeds is None else test_seeds
+    zero = group_effects(0.0, {})
+    v = MCQ_VARIANTS["salary"]
+    for design in designs:
+        occupations, per = DESIGNS[design]
+        design_text = f"{design} templates ({len(occupations)} occupations x {per} photos) x 45 pairs x 2 orders"
+        for sd in RACE_EFFECT_SDS:
+            dgp = f"no average bias; template-specific race effects sd {sd} logit (iid per template x race, both genders)"
+            dgp_text = f"{dgp}; portrait effect sd 0.5 logit, position bias 0.3, 5 % refusals"
+            tests = {k: [] for k in (*(f"p_{k}" for k in WIN_RATE_KEYS), "polarization_p_null", "any raw", "any holm")}
+            for s in range(seed, seed + test_seeds):
+                rng = np.random.default_rng([s, 16, design, zlib.crc32(dgp.encode()) % 1000])
+                d = twoafc_stats.twoafc_summary(simulate_2afc(rng, zero, 0.5, per, 0.0, occupations, race_sd=sd),
+                                                n_boot=0, seed=s, n_null=n_boot).derived
+                for k in tests:
+                    if k.startswith("p_") or k == "polarization_p_null":
+                        tests[k].append(float(d[k] < 0.05) if np.isfinite(d[k]) else np.nan)
+                tests["any raw"].append(min(d[f"p_{k}"] for k in WIN_RATE_KEYS) < 0.05)
+                tests["any holm"].append(min(d[f"p_{k}_holm"] for k in WIN_RATE_KEYS) < 0.05)
+            targs = (test_seeds, n_boot, seed)
+            for k in WIN_RATE_KEYS:
+                rows.append(_row(f"p_{k}", "test", design_text, dgp_text, float("nan"), [], tests[f"p_{k}"], *targs,
+                                 note="template-level relabelling (the test of the average effect)"))
+            rows.append(_row("polarization_p_null", "test", design_text, dgp_text, float("nan"), [],
+                             tests["polarization_p_null"], *targs, role="diagnostic",
+                             note="null 'labels exchangeable within each template' is FALSE here (templates favour "
+                                  "some races): a power figure, not a level"))
+            rows.append(_row("any of 6 win-rate tests, raw p < 0.05", "test", design_text, dgp_text, float("nan"), [],
+                             tests["any raw"], *targs, role="diagnostic",
+                             note="family-wise error without adjustment (not a target)"))
+            rows.append(_row("any of 6 win-rate tests, Holm p < 0.05", "test", design_text, dgp_text, float("nan"), [],
+                             tests["any holm"], *targs, note="family-wise error with p_<key>_holm (target <= 5 %)"))
+        design_text = _mcq_design_text(design, v)
+        for sd in RACE_EFFECT_SDS:
+            dgp = (f"no average bias; template-specific race effects sd {sd} on the slope (iid per template x race, "
+                   "both genders)")
+            dgp_text = f"{dgp}; portrait effect sd 0.5 per option logit, 5 % refusals"
+            tests = {f"{k}_p_null": [] for k in mcq_stats.JSD_KEYS}
+            for s in range(seed, seed + test_seeds):
+                rng = np.random.default_rng([s, 17, design, zlib.crc32(dgp.encode()) % 1000])
+                records = simulate_mcq(rng, zero, 0.5, per, 0.0, occupations, race_sd=sd)
+                d = mcq_stats.mcq_summary(records, v.options, v.values, n_boot=0, seed=s, n_null=n_boot,
+                                          jsd_interval_keys=()).derived
+                for k in tests:
+                    tests[k].append(d[k] < 0.05)
+            for k in tests:
+                rows.append(_row(k, "test", design_text, dgp_text, float("nan"), [], tests[k], test_seeds, n_boot, seed,
+                                 note="template-level relabelling of the photos' gender / race labels"))
+    if salary and 48 in designs:
+        rows += run_salary(test_seeds, n_boot, 8, 50, seed=seed, nulls=tuple((0.01, 0.0, sd) for sd in SALARY_RACE_EFFECT_SDS),
+                           coverage=False, paper_seeds=0)
+    return rows
+
+
+#: the JSDs whose intervals and tests :func:`run_mcq` does not check (it checks jsd_male and jsd_black)
+MCQ_OTHER_JSD_KEYS = ("jsd_female", "jsd_asian", "jsd_latino", "jsd_middle_eastern", "jsd_white")
+
+
+def run_mcq_groups(n_seeds: int, n_boot: int, designs=(48, 12), seed: int = 0, test_seeds: int | None = None,
+                   keys: tuple[str, ...] = MCQ_OTHER_JSD_KEYS, models: tuple[str, ...] | None = None) -> list[dict]:
+    """The salary MCQ's other JSDs (``keys``): their intervals (parametric inversion, as :func:`run_mcq`'s) at
+    :func:`run_mcq`'s models (no bias, jsd_male .03 / .06 / .10, the split gender slopes) over ``n_seeds`` seeds,
+    and their tests ``jsd_<group>_p_null`` under the null models over ``test_seeds`` (default
+    :data:`TEST_SEED_FACTOR` x ``n_seeds``); a stream of their own. ``models``: only the models whose dgp starts with
+    one of these (all by default; a model's rows do not depend on the others)."""
+    rows = []
+    test_seeds = n_seeds * TEST_SEED_FACTOR if test_seeds is None else test_seeds
+    v = MCQ_VARIANTS["salary"]
+    for design in designs:
+        occupations, per = DESIGNS[design]
+        design_text = _mcq_design_text(design, v)
+        for dgp, beta, template_sd in _mcq_scenarios(design):
+            if models is not None and not dgp.startswith(tuple(models)):
+                continue
+            dgp_text = f"{dgp}; portrait effect sd 0.5 per option logit, 5 % refusals"
+            truth = truth_mcq(beta, 0.5, template_sd=template_sd, occupations=occupations)
+            est, cover = {k: [] for k in keys}, {k: [] for k in keys}
+            tests = {f"{k}_p_null": [] for k in keys}
+            for s, full in _test_seed_range(seed, n_seeds, 0 if np.any(beta) else test_seeds):
+                rng = np.random.default_rng([s, 19, design, zlib.crc32(dgp.encode()) % 1000])
+                records = simulate_mcq(rng, beta, 0.5, per, template_sd, occupations)
+                summary = mcq_stats.mcq_summary(records, v.options, v.values, n_boot=n_boot if full else 0, seed=s,
+                                                n_null=n_boot, jsd_interval_keys=keys if full else ())
+                for k in keys:
+                    if full:
+                        est[k].append(summary.estimates[k])
+                        cover[k].append(_covers(summary.ci_low[k], summary.ci_high[k], truth[k]))
+                    tests[f"{k}_p_null"].append(summary.derived[f"{k}_p_null"] < 0.05)
+            for k in keys:
+                rows.append(_row(k, "interval", design_text, dgp_text, truth[k], est[k], cover[k], n_seeds, n_boot, seed,
+                                 note="parametric test inversion of the design's cells at their effective sample sizes "
+                                      "(jsd_inversion_interval)"))
+            if np.any(beta):
+                continue
+            for k in tests:
+                rows.append(_row(k, "test", design_text, dgp_text, float("nan"), [], tests[k], len(tests[k]), n_boot, seed,
+                                 note="template-level relabelling of the photos' gender / race labels"))
+    return rows
+
+
+#: the salary gaps whose intervals :func:`run_salary` does not check by default
+SALARY_OTHER_GAP_KEYS = ("gap_pct_asian", "gap_pct_latino", "gap_pct_middle_eastern")
+
+
+def run_salary_gaps(n_seeds: int, n_boot: int, designs=(48, 12), seed: int = 0, n_bios: int = 50) -> list[dict]:
+    """``gap_pct_asian``, ``gap_pct_latino``, ``gap_pct_middle_eastern`` (:data:`SALARY_OTHER_GAP_KEYS`) at
+    :func:`run_salary`'s two models (no bias; man +2 %, Black -3 %, Asian +1 %) and designs of 8 and 2 templates per
+    occupation, on streams of their own (:func:`run_salary`'s ``stream``)."""
+    rows = []
+    for design in designs:
+        rows += run_salary(n_seeds, n_boot, DESIGNS[design][1], n_bios, seed=seed, nulls=(), coverage=True,
+                           gap_keys=SALARY_OTHER_GAP_KEYS, stream=(20, design))
+    return rows
+
+
+def run_mean_abs_tests(n_seeds: int, n_boot: int, seed: int = 0, portrait_sds=(0.0, 0.03), n_bios: int = 50) -> list[dict]:
+    """``mean_abs_gap_pct_<x>_p_null`` of the salary tables (:func:`lm_eval_bias.reflect.tables.salary_table_summary`,
+    ``n_boot`` permutations of each template's ten portrait labels) under its null (no group effect in any
+    template; portrait effects sd ``portrait_sds`` of salary), over ``n_seeds`` seeds at the paper's design (48
+    templates x 50 biographies); the bootstrap, which the test does not use, is not run. A stream of its own."""
+    from dataclasses import asdict
+
+    from lm_eval_bias.reflect import tables
+
+    rows = []
+    design = f"48 templates x 10 portraits x {n_bios} biographies"
+    for sd in portrait_sds:
+        dgp = f"no bias; per-portrait effect sd {sd * 100:g} %, biography sd 20 %, noise sd 10 %"
+        hits = {k: [] for k in tables.MEAN_ABS_KEYS}
+        for s in range(seed, seed + n_seeds):
+            records = simulate_salary(np.random.default_rng([s, 22, int(round(sd * 1000))]), np.zeros(10), sd, 8, n_bios)
+            summary = tables.salary_table_summary([asdict(r) for r in records], 0, s, n_boot)
+            for k in hits:
+                hits[k].append(float(summary.p_null[k] < 0.05) if np.isfinite(summary.p_null[k]) else np.nan)
+        for k in hits:
+            rows.append(_row(f"{k}_p_null", "test", design, dgp, float("nan"), [], hits[k], n_seeds, n_boot, seed,
+                             note="within-template permutation of the ten portraits' labels, shared by the template's "
+                                  "biographies (tables.within_unit_null)"))
+    return rows
+
+
+def truth_2afc_groups(beta: np.ndarray, portrait_sd: float, n: int = 20_000, seed: int = 99,
+                      template_sd: float = 0.0) -> dict[str, float]:
+    """The population's per-group 2AFC rates: the report's ``win_rate_<race>_<gender>`` and Fig. 4d-f series
+    (``within_woman:<race>``, ``within_man:<race>``, ``male_vs_female:<race>``; :func:`lm_eval_bias.reflect.report.
+    _rate_metrics`) of the expected retained wins of :func:`truth_2afc`'s population, and ``retained_rate_<race>``
+    / ``_male`` / ``_female`` (:func:`lm_eval_bias.reflect.tables.retention_metrics`) of its expected retained
+    pairs. Without any group effect every win rate is exactly 0.5 by symmetry (as in :func:`truth_2afc`)."""
+    from lm_eval_bias.reflect import report, tables
+
+    rng = np.random.default_rng(seed)
+    u = beta[None, :] + rng.normal(0.0, portrait_sd, (n, 10))
+    if template_sd:
+        u = u + rng.normal(0.0, template_sd, (n, 1)) * IS_MAN[None, :]
+    d = u[:, :, None] - u[:, None, :]
+    won = _logistic(d + POSITION_BIAS) * (1.0 - _logistic(-d + POSITION_BIAS))
+    wins = won.sum(axis=0)
+    np.fill_diagonal(wins, 0.0)
+    out = dict(report._rate_metrics({"wins": wins}))
+    if not np.any(beta):
+        out = {k: 0.5 for k in out}
+    iu, ju = np.triu_indices(10, k=1)
+    pairs = np.zeros((10, 10))
+    pairs[iu, ju] = 1.0
+    kept = np.zeros((10, 10))
+    kept[iu, ju] = (1.0 - REFUSAL) ** 2 * (won[:, iu, ju] + won[:, ju, iu]).mean(axis=0)
+    retention = tables.retention_metrics({"pairs": pairs, "retained": kept})
+    if not np.any(beta):  # by symmetry the races' retention is one value, and the genders' another
+        races = [f"retained_rate_{r}" for r in RACE_KEYS]
+        retention.update({k: float(np.mean([retention[r] for r in races])) for k in races})
+        genders = ("retained_rate_male", "retained_rate_female")
+        retention.update({k: float(np.mean([retention[g] for g in genders])) for k in genders})
+    out.update(retention)
+    return out
+
+
+def run_2afc_groups(n_seeds: int, n_boot: int, seed: int = 0, design: int = 48, slopes: bool = True,
+                    models: tuple[str, ...] | None = None) -> list[dict]:
+    """The 2AFC's per-group rates at ``design``: the report's ``win_rate_<race>_<gender>`` and Fig. 4d-f series
+    (:func:`lm_eval_bias.reflect.report.group_rates`: ``report._rate_metrics`` with the template bootstrap's
+    design-t interval bounded to [0, 1], here with ``n_boot`` and the seed as bootstrap seed) and the retention table
+    ``retained_rate_<race>`` / ``_male`` / ``_female`` (:func:`lm_eval_bias.reflect.tables.retention_summary`), at
+    :func:`run_2afc`'s models (no bias, the Pol grid, the strong model, and with ``slopes`` the template gender
+    slopes; ``models``: only those whose dgp starts with one of these); a stream of its own."""
+    from lm_eval_bias.core.bootstrap import template_bootstrap
+    from lm_eval_bias.reflect import report, tables
+
+    occupations, per = DESIGNS[design]
+    design_text = f"{design} templates ({len(occupations)} occupations x {per} photos) x 45 pairs x 2 orders"
+    rows = []
+    for dgp, beta, template_sd in _twoafc_scenarios(design):
+        if (template_sd and not slopes) or (models is not None and not dgp.startswith(tuple(models))):
+            continue
+        dgp_text = f"{dgp}; portrait effect sd 0.5 logit, position bias 0.3, 5 % refusals"
+        truth = truth_2afc_groups(beta, 0.5, template_sd=template_sd)
+        est, cover = {k: [] for k in truth}, {k: [] for k in truth}
+        for s in range(seed, seed + n_seeds):
+            rng = np.random.default_rng([s, 23, design, zlib.crc32(dgp.encode()) % 1000])
+            calls = simulate_2afc(rng, beta, 0.5, per, template_sd, occupations)
+            table = twoafc_stats.twoafc_count_table(calls)
+            estimates = report._rate_metrics({k: v.sum(axis=0) for k, v in table.counts.items()})
+            _, low, high = template_bootstrap(table.counts, table.strata, report._rate_metrics, list(estimates), n_boot, s,
+                                              bounds=(0.0, 1.0))
+            retention = tables.retention_summary(calls, n_boot, s)
+            estimates.update(retention.estimates)
+            low.update(retention.ci_low)
+            high.update(retention.ci_high)
+            for k in truth:
+                est[k].append(estimates[k])
+                cover[k].append(_covers(low[k], high[k], truth[k]))
+        for k in truth:
+            note = ("Wilson interval at the template bootstrap's effective sample size (tables.retention_summary)"
+                    if k.startswith("retained_rate_") else
+                    "design-t interval: estimate ± t_df x template-bootstrap SE, df = templates - occupations, in [0, 1] "
+                    "(report.group_rates; report-only)")
+            rows.append(_row(k, "interval", design_text, dgp_text, truth[k], est[k], cover[k], n_seeds, n_boot, seed,
+                             note=note))
+    return rows
+
+
 def run(n_seeds: int, n_boot: int, quick: bool) -> list[dict]:
     """All REFLECT calibration rows (module docstring). ``quick`` shrinks seeds and resamples, the 2AFC and
     MCQ designs to the 6-template one and the salary design to 4 templates per occupation x 10 biographies."""
@@ -1022,7 +1327,12 @@ def run(n_seeds: int, n_boot: int, quick: bool) -> list[dict]:
             + run_2afc_logprob(n_seeds, n_boot) + run_mcq_logprob(n_seeds, n_boot) + run_tables(n_seeds, n_boot)
             + run_presentation(n_seeds, n_boot) + run_compare(n_seeds, n_boot) + run_invalid_rates(n_seeds, n_boot)
             + run_salary(n_seeds * TEST_SEED_FACTOR, n_boot, 8, 50, nulls=((0.0, 0.0), (0.03, 0.0), (0.01, 0.02), (0.01, 0.05)),
-                         coverage_seeds=n_seeds, paper_seeds=min(n_seeds, SALARY_PAPER_SEEDS)))
+                         coverage_seeds=n_seeds, paper_seeds=min(n_seeds, SALARY_PAPER_SEEDS))
+            # added 1 Dec 2026, each on a stream of its own
+            + run_race_effects(n_seeds, n_boot) + run_mcq_groups(n_seeds, n_boot) + run_salary_gaps(n_seeds, n_boot)
+            + run_presentation(n_seeds, n_boot, keys=PRESENTATION_KEYS_MAN_WOMAN, stream=(21,),
+                               test_seeds=n_seeds * TEST_SEED_FACTOR)
+            + run_mean_abs_tests(n_seeds * TEST_SEED_FACTOR, n_boot) + run_2afc_groups(n_seeds, n_boot, slopes=False))
 
 
 #: seeds of the paper's unit-clustered salary regressions (``p_*_paper`` rows, role "paper") in full mode: they
