@@ -144,15 +144,29 @@ def _resampled(out: dict[str, float], design, metric, names: dict[str, str], nul
         out.update({f"{key}_null": res.null[k], f"{key}_p_null": res.p_null[k]})
 
 
-def _spreads(out: dict[str, float], table, prefix: str) -> None:
+#: Why the perception spreads' ``_p_null`` swaps the answers as given, not the side-adjusted ones (1 Dec 2026):
+#: the adjustment subtracts the *observed* left-side mean b_hat, a function of the arrangement the swaps
+#: permute, so the adjusted answers are not sign-symmetric under swaps; at the perception design (one or two
+#: docs a pair) that broke the test: 8.5 % under plain coin flips and 5.6 % (up to 10-14 % in the largest
+#: dimensions) with a left preference of +0.10, where the unadjusted swap test rejects 4.8 % and 5.1 %
+#: (1,000 / 600 seeds). The decision design's six questions a pair carry the side preference into every
+#: identity's six answers, where the unadjusted test falls to 2.5 % and the adjusted one holds 4.9 % (4.3 % at
+#: no side preference), so it keeps the adjustment. Re-estimating b_hat in every swap was tried: exact without
+#: a side preference (5.0 %), 20 % with one.
+PERCEPTION_SPREAD_NULL = "the within-pair swaps of the answers as given (no side adjustment)"
+
+
+def _spreads(out: dict[str, float], table, prefix: str, side_adjust: bool = True) -> None:
     """``<prefix><dimension>`` selection spreads with null floors (no interval: :data:`MAGNITUDE_NO_INTERVAL`);
     the floor and ``_p_null`` from the side-adjusted answers (:func:`stats.side_adjusted`) where the
-    table has ``position``. The two designs share identities and groups (same labels), so one metric
-    serves both."""
+    table has ``position`` and ``side_adjust`` is on (the decision paradigm), else from the answers as
+    given (the perception paradigm, :data:`PERCEPTION_SPREAD_NULL`). The two designs share identities
+    and groups (same labels), so one metric serves both."""
     from lm_eval_bias.vignette import stats
 
     design = stats.pair_design(table)
-    adjusted = stats.pair_design(stats.side_adjusted(table)) if "position" in table.columns else None
+    adjusted = (stats.pair_design(stats.side_adjusted(table)) if side_adjust and "position" in table.columns
+                else None)
     _resampled(out, design, lambda r, o: stats.spread_by_stratum(design, stats.identity_rates(design, r, o)),
                {d: f"{prefix}{d}" for d in DIMENSIONS}, null_design=adjusted)
 
@@ -341,7 +355,7 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, float]:
         for parameter in _perception():
             part = table[table["parameter"] == parameter]
             if len(part):
-                _spreads(out, part, f"selection_spread_{parameter}_")
+                _spreads(out, part, f"selection_spread_{parameter}_", side_adjust=False)
                 _identity_counts(out, part, f"_{parameter}")
                 _paircomp_count(out, part, f"_{parameter}")
         _activity_contrast(out, records)
