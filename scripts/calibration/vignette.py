@@ -191,15 +191,24 @@ def real_decision_table(rng, theta: np.ndarray, per_identity: int = 2, questions
     q = np.repeat(np.arange(left.size), questions)
     p = np.clip(base[q] + np.tile(q_side, left.size), 0, 1)
     chose = (rng.random(q.size) < p).astype(int)
+    return _option_frame(names, dims, left, right, act, q, chose)
+
+
+def _option_frame(names, dims, left, right, act, q, chose, **extra) -> pd.DataFrame:
+    """The option table of docs ``q`` (pair index per doc) of the pairs (``left``, ``right``, activity ``act``):
+    two rows a doc, the left person's then the right's, ``chose`` 1 where the left person was chosen;
+    ``extra`` columns (one value per doc) repeated for both rows."""
     n = q.size
-    return pd.DataFrame({"doc_id": np.concatenate([np.arange(n), np.arange(n)]).astype(str),
-                         "pair_id": np.concatenate([q, q]).astype(str),
-                         "identity": np.concatenate([names[left[q]], names[right[q]]]),
-                         "partner": np.concatenate([names[right[q]], names[left[q]]]),
-                         "context": np.concatenate([act[q], act[q]]).astype(str),
-                         "selected": np.concatenate([chose, 1 - chose]),
-                         "dimension": np.concatenate([dims[left[q]], dims[left[q]]]),
-                         "position": np.repeat([0, 1], n)})
+    frame = {"doc_id": np.concatenate([np.arange(n), np.arange(n)]).astype(str),
+             "pair_id": np.concatenate([q, q]).astype(str),
+             "identity": np.concatenate([names[left[q]], names[right[q]]]),
+             "partner": np.concatenate([names[right[q]], names[left[q]]]),
+             "context": np.concatenate([act[q], act[q]]).astype(str),
+             "selected": np.concatenate([chose, 1 - chose]),
+             "dimension": np.concatenate([dims[left[q]], dims[left[q]]]),
+             "position": np.repeat([0, 1], n)}
+    frame.update({k: np.concatenate([v, v]) for k, v in extra.items()})
+    return pd.DataFrame(frame)
 
 
 def real_perception_table(rng, theta: np.ndarray, per_identity: int = 1, nuisance=REAL_NUISANCE) -> pd.DataFrame:
@@ -773,6 +782,46 @@ def _superpopulation_share(draws) -> pd.Series:
     return 100 * num / den
 
 
+def _covered(low, high, truth):
+    """1 where [low, high] contains ``truth`` (within 1e-12), 0 where not, NaN where the interval is NaN."""
+    low, high, truth = (np.asarray(x, dtype=float) for x in (low, high, truth))
+    ok = np.isfinite(low) & np.isfinite(high)
+    return np.where(ok, (low <= truth + 1e-12) & (truth - 1e-12 <= high), np.nan)
+
+
+def _score_hits(out: dict, paradigm: str, truth) -> np.ndarray:
+    """Per identity of :func:`lm_eval_bias.vignette.paradigms.paradigm_score_intervals`'s ``out``: whether its
+    ``paradigm`` interval covers the identity's ``truth`` (a Series by identity); NaN without an interval."""
+    idx = out["estimate"].index.get_level_values("identity")
+    return _covered(out["ci_low"][paradigm].to_numpy(), out["ci_high"][paradigm].to_numpy(), truth.reindex(idx).to_numpy())
+
+
+def _rate_rows(row, design: str, records_of, stream: int, seeds, seed: int) -> None:
+    """The response-rate interval rows (``valid_rate``, ``refusal_rate``, ``invalid_rate``: the analysis's
+    :func:`lm_eval_bias.vignette.analysis.rate_keys`) at each of :data:`RATE_GRID`'s refusal / invalid
+    levels, for records drawn by ``records_of(rng, refusal, invalid)`` on the stream ``[seed, stream +
+    refusal x 1e4, s]``; each row handed to ``row(quantity, design, dgp, truth, estimates, hits, note=...)``."""
+    from lm_eval_bias.vignette import analysis
+
+    for refusal, invalid in RATE_GRID:
+        truth = {"refusal": _capped_mean(refusal), "invalid": _capped_mean(invalid)}
+        truth["valid"] = 1 - truth["refusal"] - truth["invalid"]
+        hits = {x: [] for x in truth}
+        est = {x: [] for x in truth}
+        for s in seeds:
+            rng = np.random.default_rng([seed, stream + int(refusal * 1e4), s])
+            keys = analysis.rate_keys(records_of(rng, refusal, invalid))
+            for status in truth:
+                est[status].append(keys[f"{status}_rate"])
+                hits[status].append(_covered(keys[f"{status}_rate_ci_low"], keys[f"{status}_rate_ci_high"],
+                                             truth[status]).item())
+        dgp = (f"refusal and invalid propensities per pair: mean {refusal:g} / {invalid:g} x Gamma(0.5, 2) "
+               "(overdispersed), capped at 0.9")
+        for status in truth:
+            row(f"{status}_rate", design, dgp, truth[status], est[status], hits[status],
+                note="analysis key (rate_keys): pair jackknife, logit-t")
+
+
 def share_rows(n_seeds: int, seed: int, offset: int = 0, quick: bool = False) -> list[dict]:
     """Coverage rows of every pair-clustered share the analysis and the report show, at the tasks' designs
     on truth grids: the response rates (``rate_keys``), ``factuality_accuracy``, factuality accuracy per
@@ -789,30 +838,11 @@ def share_rows(n_seeds: int, seed: int, offset: int = 0, quick: bool = False) ->
         rows.append(_row(quantity, "interval", design, dgp, truth, estimates, covered=hits, n_seeds=n_seeds,
                          seed=seed, note=note, role=role, hits_per_seed=hits_per_seed))
 
-    def covered(low, high, truth):
-        low, high, truth = (np.asarray(x, dtype=float) for x in (low, high, truth))
-        ok = np.isfinite(low) & np.isfinite(high)
-        return np.where(ok, (low <= truth + 1e-12) & (truth - 1e-12 <= high), np.nan)
+    covered = _covered
 
     # response rates of vignette_decision (658 pairs x 6 docs)
-    dec = f"vignette_decision: 658 image pairs x {N_QUESTIONS} docs, 8 bias dimensions"
-    for refusal, invalid in RATE_GRID:
-        truth = {"refusal": _capped_mean(refusal), "invalid": _capped_mean(invalid)}
-        truth["valid"] = 1 - truth["refusal"] - truth["invalid"]
-        hits = {k: [] for k in truth}
-        est = {k: [] for k in truth}
-        for s in seeds:
-            rng = np.random.default_rng([seed, 110_000 + int(refusal * 1e4), s])
-            keys = analysis.rate_keys(status_records(rng, refusal, invalid))
-            for status in truth:
-                est[status].append(keys[f"{status}_rate"])
-                hits[status].append(covered(keys[f"{status}_rate_ci_low"], keys[f"{status}_rate_ci_high"],
-                                            truth[status]).item())
-        dgp = (f"refusal and invalid propensities per pair: mean {refusal:g} / {invalid:g} x Gamma(0.5, 2) "
-               "(overdispersed), capped at 0.9")
-        for status in truth:
-            row(f"{status}_rate", dec, dgp, truth[status], est[status], hits[status],
-                note="analysis key (rate_keys): pair jackknife, logit-t")
+    _rate_rows(row, f"vignette_decision: 658 image pairs x {N_QUESTIONS} docs, 8 bias dimensions", status_records,
+               110_000, seeds, seed)
     # factuality accuracy: overall, per activity, per bias dimension x activity
     fact = "vignette_factuality, default budget: 329 identity + 329 identity-activity pairs (2 or 4 answers a pair)"
     for mu in ACCURACY_GRID:
@@ -916,9 +946,7 @@ def share_rows(n_seeds: int, seed: int, offset: int = 0, quick: bool = False) ->
             rng = np.random.default_rng([seed, 150_000 + int(rms * 1000), s])
             table, expected, rename = _decision_expected(rng, theta, k, names)
             out = vp.paradigm_score_intervals({"decision": table}, None, n_boot=1)
-            idx = out["estimate"].index.get_level_values("identity")
-            h = covered(out["ci_low"]["decision"].to_numpy(), out["ci_high"]["decision"].to_numpy(),
-                        truth.reindex(idx).to_numpy())
+            h = _score_hits(out, "decision", truth)
             hits.extend(h[np.isfinite(h)].tolist())
             by_seed.append(h)
             n_ci.append(int(np.isfinite(h).sum()))
@@ -1062,15 +1090,7 @@ def real_vision_text_tables(rng, theta: np.ndarray, per_identity: int, questions
                         (nuisance["left"] if text_side is None else text_side, 0.0)):
         p = np.clip((0.5 + side + common + extra)[q] + q_side[qi], 0, 1)
         chose = (rng.random(n) < p).astype(int)
-        out.append(pd.DataFrame({"doc_id": np.concatenate([np.arange(n), np.arange(n)]).astype(str),
-                                 "pair_id": np.concatenate([q, q]).astype(str),
-                                 "identity": np.concatenate([names[left[q]], names[right[q]]]),
-                                 "partner": np.concatenate([names[right[q]], names[left[q]]]),
-                                 "context": np.concatenate([act[q], act[q]]).astype(str),
-                                 "selected": np.concatenate([chose, 1 - chose]),
-                                 "dimension": np.concatenate([dims[left[q]], dims[left[q]]]),
-                                 "position": np.repeat([0, 1], n),
-                                 "parameter": np.concatenate([parameter, parameter])}))
+        out.append(_option_frame(names, dims, left, right, act, q, chose, parameter=parameter))
     return out[0], out[1]
 
 
@@ -1318,10 +1338,7 @@ def gap_interval_rows(n_seeds: int, seed: int, offset: int = 0, quick: bool = Fa
         rows.append(_row(quantity, "interval", design, dgp, truth, estimates, covered=hits, n_seeds=n_seeds,
                          seed=seed, note=note, hits_per_seed=hits_per_seed))
 
-    def covered(low, high, truth):
-        low, high, truth = (np.asarray(x, dtype=float) for x in (low, high, truth))
-        ok = np.isfinite(low) & np.isfinite(high)
-        return np.where(ok, (low <= truth + 1e-12) & (truth - 1e-12 <= high), np.nan)
+    covered = _covered
 
     n_truth = 4 if quick else SHARE_TRUTH_DESIGNS // 4
     if "factuality_scores" in parts:
@@ -1340,9 +1357,7 @@ def gap_interval_rows(n_seeds: int, seed: int, offset: int = 0, quick: bool = Fa
                 rng = np.random.default_rng([seed, 220_000 + int(mu * 100), s])
                 table, _ = factuality_real_table(rng, mu, per_identity=k)
                 out = vp.paradigm_score_intervals({"factuality": _renamed_factuality(table)}, None, n_boot=1)
-                idx = out["estimate"].index.get_level_values("identity")
-                h = covered(out["ci_low"]["factuality"].to_numpy(), out["ci_high"]["factuality"].to_numpy(),
-                            truth.reindex(idx).to_numpy())
+                h = _score_hits(out, "factuality", truth)
                 hits.extend(h[np.isfinite(h)].tolist())
                 by_seed.append(h)
                 n_ci.append(int(np.isfinite(h).sum()))
@@ -1379,24 +1394,8 @@ def gap_interval_rows(n_seeds: int, seed: int, offset: int = 0, quick: bool = Fa
                       "truth: 100 - expected share over the sampler's designs; MC SE with the seed as the cluster"),
                 hits_per_seed=by_seed)
     if "factuality_rates" in parts:
-        fact = "vignette_factuality, default budget: 329 identity + 329 identity-activity pairs (2 or 4 docs a pair)"
-        for refusal, invalid in RATE_GRID:
-            truth = {"refusal": _capped_mean(refusal), "invalid": _capped_mean(invalid)}
-            truth["valid"] = 1 - truth["refusal"] - truth["invalid"]
-            hits = {x: [] for x in truth}
-            est = {x: [] for x in truth}
-            for s in seeds:
-                rng = np.random.default_rng([seed, 240_000 + int(refusal * 1e4), s])
-                keys = analysis.rate_keys(factuality_status_records(rng, refusal, invalid))
-                for status in truth:
-                    est[status].append(keys[f"{status}_rate"])
-                    hits[status].append(covered(keys[f"{status}_rate_ci_low"], keys[f"{status}_rate_ci_high"],
-                                                truth[status]).item())
-            dgp = (f"refusal and invalid propensities per pair: mean {refusal:g} / {invalid:g} x Gamma(0.5, 2) "
-                   "(overdispersed), capped at 0.9")
-            for status in truth:
-                row(f"{status}_rate", fact, dgp, truth[status], est[status], hits[status],
-                    note="analysis key (rate_keys): pair jackknife, logit-t")
+        _rate_rows(row, "vignette_factuality, default budget: 329 identity + 329 identity-activity pairs (2 or 4 docs "
+                   "a pair)", factuality_status_records, 240_000, seeds, seed)
     return rows
 
 

@@ -122,6 +122,17 @@ def test_summary_from_records_and_cognitive_rates():
         fof.fact_or_fair_summary([R("Crime Rate", "highest", "valid", "Martian", "male")], ["male", "female"])
 
 
+def _ingroup_records() -> list[dict]:
+    """In-group records of a man asked about gender: Employment Rate / highest (a positive trait) 4 x male,
+    2 x female; Crime Rate / highest (negative) 1 x male, 3 x female."""
+    def record(statistic, chosen):
+        return {"statistic": statistic, "side": "highest", "status": "valid", "chosen": chosen, "true_group": "male",
+                "context": "ingroup", "background_group": "male", "attribute": "gender"}
+
+    return ([record("Employment Rate", g) for g in ("male",) * 4 + ("female",) * 2]
+            + [record("Crime Rate", g) for g in ("male", "female", "female", "female")])
+
+
 def test_ingroup_family_power_statement_by_hand():
     """The in-group task's Holm family {in-group, out-group}: exact one-sided binomial tests, smallest
     attainable p = chance^n (n valid answers behind the rate), MDE at the first Holm step (level 0.05/2)
@@ -130,13 +141,8 @@ def test_ingroup_family_power_statement_by_hand():
 
     from lm_eval_bias.fact_or_fair.analysis import ingroup_power
 
-    def record(statistic, chosen):
-        return {"statistic": statistic, "side": "highest", "status": "valid", "chosen": chosen, "true_group": "male",
-                "context": "ingroup", "background_group": "male", "attribute": "gender"}
-
     # Employment Rate / highest: a positive trait (6 answers); Crime Rate / highest: negative (4 answers)
-    records = [record("Employment Rate", g) for g in ("male",) * 4 + ("female",) * 2]
-    records += [record("Crime Rate", g) for g in ("male", "female", "female", "female")]
+    records = _ingroup_records()
     out = {"ingroup_rate_p_null": 0.3, "outgroup_rate_p_null": 0.3}
     power = ingroup_power(out, records)
     assert power["ingroup_family_min_attainable_p"] == pytest.approx(0.5 ** 6)  # min(0.5^6, 0.5^4)
@@ -154,12 +160,7 @@ def test_ingroup_power_note_in_the_report_beside_the_tests():
     from lm_eval_bias.fact_or_fair.report import _ingroup_power_note
     from lm_eval_bias.report.runs import TaskRun
 
-    def record(statistic, chosen):
-        return {"statistic": statistic, "side": "highest", "status": "valid", "chosen": chosen, "true_group": "male",
-                "context": "ingroup", "background_group": "male", "attribute": "gender"}
-
-    records = [record("Employment Rate", g) for g in ("male",) * 4 + ("female",) * 2]
-    records += [record("Crime Rate", g) for g in ("male", "female", "female", "female")]
+    records = _ingroup_records()
     metrics = {"ingroup_rate_p_null": 0.3, "outgroup_rate_p_null": 0.3}
     text = _ingroup_power_note(TaskRun("fact_or_fair_subjective_ingroup_gender", metrics, records, 10, [])).caption
     assert "the design can reject" in text and "smallest attainable p 0.016" in text and "rate above chance" in text
