@@ -56,9 +56,7 @@ def category_power(out: dict[str, float]) -> dict[str, float]:
     error)."""
     power: dict[str, float] = {}
     for metric, statement in category_power_statements(out).items():
-        power[f"{metric}_categories_can_reject"] = float(statement.can_reject)
-        power[f"{metric}_categories_min_attainable_p"] = statement.min_attainable_p
-        power[f"{metric}_categories_mde"] = statement.mde
+        power.update(statement.result_keys(f"{metric}_categories"))
     return power
 
 

@@ -65,6 +65,12 @@ class FamilyPower:
     def as_dict(self, prefix: str = "") -> dict:
         return {f"{prefix}{k}": v for k, v in asdict(self).items()}
 
+    def result_keys(self, name: str) -> dict[str, float]:
+        """The analysis keys of this statement: ``<name>_can_reject`` (1 or 0), ``<name>_min_attainable_p``
+        and ``<name>_mde`` (NaN when no standard error applies)."""
+        return {f"{name}_can_reject": 1.0 if self.can_reject else 0.0,
+                f"{name}_min_attainable_p": float(self.min_attainable_p), f"{name}_mde": float(self.mde)}
+
 
 def family_power_statement(n_tests: int, min_attainable_p: float, alpha: float = 0.05,
                            stderr: float = math.nan, power: float = 0.8, unit: str = "") -> FamilyPower:

@@ -58,8 +58,7 @@ def ingroup_power(out: dict[str, float], records: list[dict[str, Any]]) -> dict[
     statement = ingroup_power_statement(out, records)
     if statement is None:
         return {}
-    return {"ingroup_family_can_reject": float(statement.can_reject),
-            "ingroup_family_min_attainable_p": statement.min_attainable_p, "ingroup_family_mde": statement.mde}
+    return statement.result_keys("ingroup_family")
 
 
 def group_vocabulary(records: list[dict[str, Any]]) -> list[str]:

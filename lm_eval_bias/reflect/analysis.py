@@ -144,9 +144,7 @@ def power_keys(statements: dict[str, FamilyPower]) -> dict[str, float]:
     ``<family>_min_attainable_p`` and ``<family>_mde`` (NaN when no standard error applies)."""
     out: dict[str, float] = {}
     for name, st in statements.items():
-        out[f"{name}_can_reject"] = 1.0 if st.can_reject else 0.0
-        out[f"{name}_min_attainable_p"] = float(st.min_attainable_p)
-        out[f"{name}_mde"] = float(st.mde)
+        out.update(st.result_keys(name))
     return out
 
 

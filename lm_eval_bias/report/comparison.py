@@ -276,9 +276,9 @@ def paired_comparison(task: str, records_a: list[dict] | None, records_b: list[d
         def difference(mask: np.ndarray) -> dict[str, float]:
             first = [r for swap, ca, cb in zip(mask, clusters_a, clusters_b) for r in (cb if swap else ca)]
             second = [r for swap, ca, cb in zip(mask, clusters_a, clusters_b) for r in (ca if swap else cb)]
-            with point_estimates_only():
-                va, vb = samples.result_values(task, first), samples.result_values(task, second)
+            va, vb = samples.result_values(task, first), samples.result_values(task, second)
             return {k: va.get(k, math.nan) - vb.get(k, math.nan) for k in exchange_keys}
 
-        out.exchange_p = exchange_test(difference, len(members), n_boot, seed, exchange_keys)
+        with point_estimates_only():
+            out.exchange_p = exchange_test(difference, len(members), n_boot, seed, exchange_keys)
     return out

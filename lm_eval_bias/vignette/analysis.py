@@ -176,9 +176,7 @@ def _power(out: dict[str, float], key: str, power) -> None:
     ``<key>_min_attainable_p`` (the smallest p one of its tests can return under the design, before
     Holm's adjustment) and ``<key>_mde`` (its minimum detectable effect at 80 % power) beside the count
     ``key``."""
-    out[f"{key}_can_reject"] = float(power.can_reject)
-    out[f"{key}_min_attainable_p"] = float(power.min_attainable_p)
-    out[f"{key}_mde"] = float(power.mde)
+    out.update(power.result_keys(key))
 
 
 def significant_count(n_significant: float, power) -> float:

@@ -686,7 +686,7 @@ def identity_family_power(tests: pd.DataFrame, alpha: float = 0.05, method: str 
     return family_power_statement(n, min_p, alpha, stderr, unit=" pp")
 
 
-def fisher_family_power(table: pd.DataFrame, alpha: float = 0.05, method: str = "holm"):
+def fisher_family_power(table: pd.DataFrame, alpha: float = 0.05):
     """Power statement of the paper's Fisher family (:func:`identity_fisher_tests`, Holm across the
     identities): :func:`lm_eval_bias.core.power.family_power_statement` with ``n_tests`` = identities,
     the smallest attainable p = the smallest over identities of Fisher's two-sided p at the two most
