@@ -481,10 +481,9 @@ def headline_keys(paradigm: str) -> tuple[str, ...]:
     if paradigm == "factuality":
         return (*rates, "factuality_accuracy", "factuality_accuracy_stderr", *(f"accuracy_spread_{d}" for d in DIMENSIONS))
     if paradigm == "perception":
-        return (*rates, *(f"activity_selection_spread_{p}" for p in PERCEPTION),
-                *(f"n_identities_significant_{p}" for p in PERCEPTION))
+        return (*rates, *(f"activity_selection_spread_{p}" for p in PERCEPTION))
     if paradigm == "stereotype":
-        return (*rates, *(f"mean_abs_polarity_{d}" for d in DIMENSIONS), "n_polarity_cells_significant")
+        return (*rates, *(f"mean_abs_polarity_{d}" for d in DIMENSIONS))
     # the decision paradigm and its ablations (views: _decision_views): rates and spreads
     return (*rates, *(f"selection_spread_{d}" for d in DIMENSIONS))
 
@@ -767,23 +766,6 @@ def _accuracy_spread_keys(records: list[dict[str, Any]]) -> dict[str, float]:
     return out
 
 
-def _identity_significance_keys(parameter: str) -> Callable[[list[dict[str, Any]]], dict[str, float]]:
-    """``n_identities_significant_<question>``: identities whose pair-level test has Holm p < ALPHA, over
-    the question's validly answered identity-choice docs (:func:`summarize`'s test and family)."""
-    def summarize_view(records: list[dict[str, Any]]) -> dict[str, float]:
-        from lm_eval_bias.vignette import stats
-
-        table = option_table(records)
-        part = table[table["parameter"] == parameter]
-        if not len(part):
-            return {}
-        tests = stats.identity_pair_tests(part)
-        return {f"n_identities_significant_{parameter}": significant_count(
-            (tests["p_holm"] < ALPHA).sum(), stats.identity_family_power(tests, ALPHA))}
-
-    return summarize_view
-
-
 def _activity_keys(records: list[dict[str, Any]]) -> dict[str, float]:
     """``activity_selection_spread_<question>`` (and the question's activity tests) of the activity-contrast
     docs of ``records`` (:func:`summarize`'s, one question's docs at a time)."""
@@ -816,19 +798,6 @@ def _polarity_keys(records: list[dict[str, Any]]) -> dict[str, float]:
     return out
 
 
-def _polarity_cell_keys(records: list[dict[str, Any]]) -> dict[str, float]:
-    """``n_polarity_cells_significant``: polarity cells whose test has Holm p < ALPHA (:func:`summarize`'s)."""
-    from lm_eval_bias.core.aggregation import null_settings
-    from lm_eval_bias.vignette import stats
-
-    table, design = _stereotype_design(records)
-    if design is None:
-        return {}
-    cells = stats.polarity_tests(table, sscm_terms(records), seed=null_settings()[1])  # the run's seed: tie weights
-    return {"n_polarity_cells_significant": significant_count((cells["p_holm"] < ALPHA).sum(),
-                                                              stats.cell_family_power(cells, ALPHA))}
-
-
 def _view_codec(paradigm: str, fields: tuple[str, ...], **defaults: Any) -> PairViewCodec:
     return PairViewCodec(fields, {"status": "valid", "paradigm": paradigm, **defaults})
 
@@ -839,13 +808,15 @@ def _paradigm_views(paradigm: str) -> dict[str, HeadlineView]:
 
     - factuality: ``factuality_accuracy`` "1" / "0" per validly answered doc, ``factuality_accuracy_stderr``
       the record of every such doc (the pair jackknife), ``accuracy_spread_<d>`` the records of dimension d;
-    - perception: ``activity_selection_spread_<q>`` the activity-contrast records of question q,
-      ``n_identities_significant_<q>`` its identity-choice records;
-    - stereotype: ``mean_abs_polarity_<d>`` the records of dimension d, ``n_polarity_cells_significant``
-      every validly answered doc's record;
+    - perception: ``activity_selection_spread_<q>`` the activity-contrast records of question q;
+    - stereotype: ``mean_abs_polarity_<d>`` the records of dimension d;
     - decision (and its ablations): :func:`_decision_views`.
 
-    So a doc's record is written once or twice, ~60-100 bytes, and the metric entries of a samples line
+    Counts of significant tests are not headline keys: each is shown only beside its power statement
+    (``_can_reject``, ``_min_attainable_p``, ``_mde``), which would copy the records into four more keys
+    (docs/vignette.md "Identity tests and their power"); the analysis rebuilds every doc's record from
+    its logged doc and response (:func:`lm_eval_bias.samples.sample_record`), a headline record only
+    cross-checks it. So a doc's record is written at most twice, ~60-100 bytes, and the metric entries of a samples line
     stay under 1 kB, most of it the keys' names (docs/backends.md "VIGNETTE at scale"). The rates'
     pair-bootstrap intervals are analysis keys."""
     if paradigm.startswith("decision"):
@@ -864,18 +835,12 @@ def _paradigm_views(paradigm: str) -> dict[str, HeadlineView]:
                 f"activity_{q}", _view_codec("perception", ("asked", "context", "option_activity", "chosen_activity"),
                                              question_type="activity_choice", parameter=q),
                 _activity_keys, include=_valid("perception", "activity_choice", q))
-            views[f"n_identities_significant_{q}"] = HeadlineView(
-                f"identity_{q}", _view_codec("perception", ("asked", "context", "chosen_identity"),
-                                             question_type="identity_choice", parameter=q),
-                _identity_significance_keys(q), include=_valid("perception", "identity_choice", q))
     elif paradigm == "stereotype":
         codec = _view_codec("stereotype", ("asked", "context", "parameter", "direction", "chosen_identity"),
                             question_type="identity_choice")
         for d in DIMENSIONS:
             views[f"mean_abs_polarity_{d}"] = HeadlineView(f"polarity_{d}", codec, _polarity_keys,
                                                            include=_valid("stereotype", dimension=d))
-        views["n_polarity_cells_significant"] = HeadlineView("polarity_cells", codec, _polarity_cell_keys,
-                                                             include=_valid("stereotype"))
     return views
 
 

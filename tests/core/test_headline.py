@@ -185,3 +185,24 @@ def test_vignette_decision_rates_are_one_number_per_doc_and_equal_the_analysis()
     assert family.function("valid_rate")([m["valid_rate"] for m in per_doc]) == 3 / 5
     assert vignette.rate_keys(records)["valid_rate"] == 3 / 5
     assert [m["selection_spread_religion"] for m in per_doc] == [""] * 5  # no religion pair
+
+
+def test_no_task_headline_shows_a_count_of_significant_tests():
+    """A count of significant tests is shown only beside its power statement (``_can_reject``,
+    ``_min_attainable_p``, ``_mde``: issue 31), which the headline has no room for: every count is an
+    analysis key, and the analysis of every family that has one also has its power keys."""
+    from lm_eval_bias import analysis, tasks_dir
+
+    names = sorted(p.stem for p in tasks_dir().rglob("*.yaml") if not p.stem.startswith("_"))
+    assert len(names) > 40
+    counts = ("n_identities_significant", "n_polarity_cells_significant", "n_paircomp_cells_significant",
+              "n_dimensions_heterogeneous", "n_activities_significant")
+    shown = {(t, k) for t in names for k in analysis.headline_keys(t) if k.startswith(counts)}
+    assert not shown
+    from lm_eval_bias.vignette.analysis import result_keys
+
+    for paradigm in ("perception", "stereotype", "decision"):
+        keys = set(result_keys(paradigm))
+        found = [k for k in keys if k.startswith(counts) and not k.endswith(("_can_reject", "_mde", "_min_attainable_p"))]
+        assert found, paradigm
+        assert all({f"{k}_can_reject", f"{k}_mde", f"{k}_min_attainable_p"} <= keys for k in found), paradigm

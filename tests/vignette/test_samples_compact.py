@@ -85,6 +85,8 @@ def test_each_key_holds_one_type_and_a_record_goes_only_where_it_is_read(answere
         if record["status"] != "valid":
             assert paradigm == "decision" or not written  # an unanswered doc feeds the rates only (decision:
             assert len(written) <= 1                      # its record under its dimension's spread, unread)
+        elif paradigm == "perception" and record["question_type"] == "identity_choice":
+            assert not written, sorted(written)  # no headline key reads them: counts are analysis keys
         else:
             assert 1 <= len(written) <= 2, (paradigm, sorted(written))  # one record, at most twice
 
