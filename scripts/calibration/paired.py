@@ -23,6 +23,14 @@ report calls), at two real designs.
   tie test only, under identical models at no bias, at a Pol of about 0.10 and at the strong profile
   (:func:`magnitude_tie_rows`; added 1 Dec 2026, 1,000 seeds), beside the bootstrap t-test it replaced for
   these keys (diagnostic rows).
+- The same tie test for FACT-OR-FAIR's ``s_fair`` (the s_fair design above, each query a cluster) and VIGNETTE's
+  decision spreads (``vignette_decision`` at the task's default budget: 329 identities, pairs_per_identity 2 ->
+  658 image pairs x 6 role questions, each image pair a cluster; the law of
+  :func:`scripts.calibration.vignette.real_decision_table`), two identical models at no bias and at a clear bias
+  shared by both (:func:`exchange_tie_rows`; added 1 Dec 2026, 1,000 seeds, 200 draws; not part of :func:`run`:
+  ``python -m scripts.calibration.paired --exchange-ties`` first asserts that its batched differences are the
+  report's, :func:`check_exchange_matches_report`, then prints the rows). The FACT-OR-FAIR ``s_fair`` t-test row
+  above is a diagnostic since (:data:`MAGNITUDE_TEST_NOTE`).
 
 The interval and test are the default of :func:`lm_eval_bias.core.paired.paired_difference`: the estimate
 ± t_{n - H} times the (rescaled) bootstrap SE, and the t-test p (the percentile interval it replaced covered
@@ -250,11 +258,298 @@ def magnitude_tie_rows(n_seeds: int, n_boot: int, seed: int, per_occupation: int
     return rows
 
 
+# -- the exchange test of FACT-OR-FAIR's s_fair and of VIGNETTE's decision spreads (added 1 Dec 2026) ----------
+def _fof_onehot(choice: np.ndarray) -> np.ndarray:
+    """``(queries, cells, k + 2, 2)`` counts of each query of :func:`fof_counts` (its chosen group in its cell)."""
+    fof, table, cells, k, rounds = _fof_setup()
+    out = np.zeros((cells * rounds, cells, k + 2, 2))
+    out[np.arange(cells * rounds), np.arange(cells * rounds) // rounds, choice, 0] = 1.0
+    return out
+
+
+def _fof_exchange(a: np.ndarray, b: np.ndarray, key: str):
+    """Batched ``difference(masks)`` of :func:`lm_eval_bias.core.paired.exchange_test` for a FACT-OR-FAIR score
+    (:func:`lm_eval_bias.fact_or_fair.stats.scores_from_counts`, the task's formulas) of the per-query choices
+    ``a``, ``b`` of :func:`fof_counts`: model a' takes model b's answer in the queries with mask 1 (and b' model
+    a's); the queries are the clusters (:data:`lm_eval_bias.report.intervals.CLUSTERING`)."""
+    fof, table, *_ = _fof_setup()
+    oa, ob = _fof_onehot(a), _fof_onehot(b)
+    total_a, total_b, delta = oa.sum(axis=0), ob.sum(axis=0), ob - oa
+
+    def difference(masks: np.ndarray) -> dict[str, np.ndarray]:
+        moved = np.tensordot(masks.astype(np.float64), delta, axes=(1, 0))
+        first = fof.scores_from_counts(total_a + moved, table, True, distance="none")[key]
+        second = fof.scores_from_counts(total_b - moved, table, True, distance="none")[key]
+        return {key: np.asarray(first - second, dtype=float)}
+    return difference
+
+
+FOF_TASK = "fact_or_fair_objective_race"
+
+
+def fof_records(choice: np.ndarray) -> list[dict]:
+    """``FOF_TASK``'s logged records of the per-query choices of :func:`fof_counts` (cell c = statistic S{c // 2},
+    the highest side for even c; true group the class c % 2, as the simulated table), one query id per query."""
+    from lm_eval_bias.fact_or_fair.tasks import CLASSES
+
+    fof, table, cells, k, rounds = _fof_setup()
+    classes = CLASSES["race"]
+    return [{"doc_id": f"q{q:03d}", "query_id": f"q{q:03d}", "attribute": "race", "statistic": f"S{q // rounds // 2}",
+             "side": "highest" if (q // rounds) % 2 == 0 else "lowest", "status": "valid", "chosen": classes[int(c)],
+             "true_group": classes[(q // rounds) % 2], "context": None, "background_group": None, "truncated": False}
+            for q, c in enumerate(choice)]
+
+
+def decision_answers(rng, theta: np.ndarray, left: np.ndarray, right: np.ndarray, act: np.ndarray,
+                     questions: int | None = None, nuisance: dict | None = None) -> np.ndarray:
+    """One model's answers (1: the left person chosen; doc d asks pair d // questions) to the image pairs
+    (``left``, ``right``, activity ``act``) of :func:`scripts.calibration.vignette.sample_real_pairs`: the draws of
+    :func:`scripts.calibration.vignette.real_decision_table` after its pairs, in its order (its own image,
+    question-side and pair effects, then the answers), so that two models answer the same pairs
+    (:func:`check_exchange_matches_report` asserts the table is that function's)."""
+    from scripts.calibration import vignette as sim
+
+    questions = sim.N_QUESTIONS if questions is None else questions
+    nuisance = sim.REAL_NUISANCE if nuisance is None else nuisance
+    names, _ = sim.real_identities()
+    image = rng.normal(0, nuisance["image_sd"], size=(len(names), sim.N_ROLE_ACTIVITIES))
+    q_side = rng.normal(0, nuisance["question_sd"], questions)
+    base = (0.5 + nuisance["left"] + (theta[left] - theta[right]) / 2 + rng.normal(0, nuisance["pair_sd"], left.size)
+            + (image[left, act] - image[right, act]) / 2)
+    q = np.repeat(np.arange(left.size), questions)
+    p = np.clip(base[q] + np.tile(q_side, left.size), 0, 1)
+    return (rng.random(q.size) < p).astype(int)
+
+
+def vignette_decision_tables(rng, theta: np.ndarray, per_identity: int = 2):
+    """Option tables of ``vignette_decision`` (:func:`scripts.calibration.vignette.real_decision_table`'s law) of two
+    models on the same image pairs (the task's default budget: ``per_identity`` 2), each model with its own
+    image, question-side and pair effects, and the number of pairs."""
+    from scripts.calibration import vignette as sim
+
+    names, dims = sim.real_identities()
+    left, right, act, _ = sim.sample_real_pairs(rng, per_identity)
+    q = np.repeat(np.arange(left.size), sim.N_QUESTIONS)
+    tables = [sim._option_frame(names, dims, left, right, act, q, decision_answers(rng, theta, left, right, act))
+              for _ in range(2)]
+    return tables, left.size
+
+
+def _pair_order(design, n_pairs: int) -> np.ndarray:
+    """Row of ``design`` (its pair ids sorted as strings) of pair 0 .. n_pairs - 1 (ids ``str(p)``)."""
+    position = {str(p): i for i, p in enumerate(design.pair_ids)}
+    return np.array([position[str(p)] for p in range(n_pairs)])
+
+
+def _spread_exchange(table_a, table_b, n_pairs: int, keys: tuple[str, ...] | None = None):
+    """Batched ``difference(masks)`` of :func:`lm_eval_bias.core.paired.exchange_test` for the decision paradigm's
+    ``selection_spread_<dimension>`` (the task's metric: :func:`lm_eval_bias.vignette.stats.spread_by_stratum` of
+    :func:`~lm_eval_bias.vignette.stats.identity_rates` of the :func:`~lm_eval_bias.vignette.stats.pair_design`
+    counts, as :func:`lm_eval_bias.vignette.analysis._spreads`); mask column p exchanges image pair p (the
+    clusters), i.e. model a' takes model b's counts of that pair and b' model a's."""
+    from lm_eval_bias.vignette import stats as vg
+
+    da, db = vg.pair_design(table_a), vg.pair_design(table_b)
+    same = (np.array_equal(da.pair_ids, db.pair_ids) and np.array_equal(da.group_identity, db.group_identity)
+            and np.array_equal(da.group_context, db.group_context) and (da.n0 != db.n0).nnz == 0)
+    if not same:
+        raise ValueError("the two models' option tables do not have the same docs")
+    order = _pair_order(da, n_pairs)
+    xa, n = vg.observed_counts(da)
+    xb, _ = vg.observed_counts(db)
+    delta = (db.x0 - da.x0).tocsr()[order]  # pairs (in pair order) x groups
+
+    def spreads(x: np.ndarray) -> dict[str, np.ndarray]:
+        found = vg.spread_by_stratum(da, vg.identity_rates(da, x, np.broadcast_to(n, x.shape)))
+        return {f"selection_spread_{d}": v for d, v in found.items()}
+
+    def difference(masks: np.ndarray) -> dict[str, np.ndarray]:
+        moved = np.asarray((delta.T @ masks.T.astype(np.float64)).T)
+        first, second = spreads(xa + moved), spreads(xb - moved)
+        return {k: first[k] - second[k] for k in (keys or first)}
+    return difference
+
+
+VIGNETTE_TASK = "vignette_decision"
+
+
+def vignette_records(table) -> list[dict]:
+    """``VIGNETTE_TASK``'s logged records of an option table of :func:`vignette_decision_tables` (doc d of pair
+    d // 6 asks question d % 6 about the pair's activity; every doc answered)."""
+    from scripts.calibration import vignette as sim
+
+    left = table.iloc[: len(table) // 2]
+    right = table.iloc[len(table) // 2:]
+    out = []
+    for d, (l_row, r_row) in enumerate(zip(left.itertuples(index=False), right.itertuples(index=False))):
+        pair = int(l_row.pair_id)
+        gender = str(l_row.identity).split(":")[0]
+        out.append({"doc_id": f"d{pair:04d}-{d % sim.N_QUESTIONS}", "pair_id": f"p{pair:04d}", "paradigm": "decision",
+                    "pair_kind": "identity", "gender": gender, "dimension": l_row.dimension, "left": l_row.identity,
+                    "right": r_row.identity, "question_type": "identity_choice", "parameter": f"role{d % sim.N_QUESTIONS}",
+                    "context": str(l_row.context), "option_activity": None, "asked": None, "direction": None,
+                    "status": "valid", "chosen_identity": l_row.identity if l_row.selected else r_row.identity,
+                    "chosen_activity": None, "correct": None})
+    return out
+
+
+def _report_difference(task: str, records_a: list[dict], records_b: list[dict], mask: np.ndarray, keys) -> dict:
+    """metric(a') − metric(b') of :func:`lm_eval_bias.samples.result_values` with the records of the clusters
+    flagged in ``mask`` exchanged, as :func:`lm_eval_bias.report.comparison.paired_comparison` does (clusters by
+    :func:`lm_eval_bias.report.intervals.clusters_of` of the records, in their order)."""
+    from lm_eval_bias import samples
+    from lm_eval_bias.report.intervals import clusters_of, point_estimates_only
+
+    family = samples.task_family(task)
+    _, members_a, _ = clusters_of(records_a, family)
+    _, members_b, _ = clusters_of(records_b, family)
+    first = [r for swap, ca, cb in zip(mask, members_a, members_b) for r in (cb if swap else ca)]
+    second = [r for swap, ca, cb in zip(mask, members_a, members_b) for r in (ca if swap else cb)]
+    with point_estimates_only():
+        va, vb = samples.result_values(task, first), samples.result_values(task, second)
+    return {k: va[k] - vb[k] for k in keys}
+
+
+def check_exchange_matches_report(seed: int = 1, n_draws: int = 12, vignette: bool = True) -> dict:
+    """Asserts that the batched differences of :func:`_fof_exchange` and :func:`_spread_exchange` are the
+    report's (:func:`_report_difference`: ``samples.result_values`` of the exchanged records, for the observation
+    and one random mask), that :func:`lm_eval_bias.report.comparison.paired_comparison`'s ``exchange_p`` equals
+    :func:`lm_eval_bias.core.paired.exchange_test` on them (``n_draws`` draws), and that
+    :func:`vignette_decision_tables` draws :func:`scripts.calibration.vignette.real_decision_table`'s table.
+    Returns the compared values."""
+    from lm_eval_bias.core.paired import exchange_test
+    from lm_eval_bias.report.comparison import paired_comparison
+
+    rng = np.random.default_rng([seed, 43])
+    found: dict = {}
+    (a, b), strata = fof_counts(rng, (1.0, 1.0))
+    records_a, records_b = fof_records(a), fof_records(b)
+    mask = rng.integers(0, 2, len(strata))
+    batched = _fof_exchange(a, b, "s_fair")
+    for m in (np.zeros(len(strata), dtype=int), mask):
+        mine = float(batched(m[None, :])["s_fair"][0])
+        theirs = _report_difference(FOF_TASK, records_a, records_b, m, ["s_fair"])["s_fair"]
+        assert math.isclose(mine, theirs, rel_tol=1e-9, abs_tol=1e-12), (mine, theirs)
+        found.setdefault("fof_differences", []).append((mine, theirs))
+    p_report = paired_comparison(FOF_TASK, records_a, records_b, ["s_fair"], n_boot=n_draws, seed=seed + 5,
+                                 exchange_keys=["s_fair"]).exchange_p["s_fair"]
+    p_mine = exchange_test(batched, len(strata), n_draws, seed + 5, ["s_fair"], batched=True)["s_fair"]
+    assert math.isclose(p_report, p_mine), (p_report, p_mine)
+    found["fof_p"] = (p_mine, p_report)
+    if not vignette:
+        return found
+    from scripts.calibration import vignette as sim
+
+    theta = sim.real_theta(0.3)
+    reference = sim.real_decision_table(np.random.default_rng([seed, 44]), theta)
+    (first, _), _ = vignette_decision_tables(np.random.default_rng([seed, 44]), theta)
+    import pandas.testing
+
+    pandas.testing.assert_frame_equal(reference, first)
+    (ta, tb), n_pairs = vignette_decision_tables(rng, theta)
+    keys = [f"selection_spread_{d}" for d in ("race_ethnicity_color", "socioeconomic", "gender_and_sex")]
+    records_a, records_b = vignette_records(ta), vignette_records(tb)
+    batched = _spread_exchange(ta, tb, n_pairs, tuple(keys))
+    mask = rng.integers(0, 2, n_pairs)
+    for m in (np.zeros(n_pairs, dtype=int), mask):
+        mine = {k: float(v[0]) for k, v in batched(m[None, :]).items()}
+        theirs = _report_difference(VIGNETTE_TASK, records_a, records_b, m, keys)
+        for k in keys:
+            assert math.isclose(mine[k], theirs[k], rel_tol=1e-9, abs_tol=1e-9), (k, mine[k], theirs[k])
+        found.setdefault("vignette_differences", []).append((mine, theirs))
+    key = keys[0]
+    p_report = paired_comparison(VIGNETTE_TASK, records_a, records_b, [key], n_boot=n_draws, seed=seed + 6,
+                                 exchange_keys=[key]).exchange_p[key]
+    p_mine = exchange_test(batched, n_pairs, n_draws, seed + 6, [key], batched=True)[key]
+    assert math.isclose(p_report, p_mine), (p_report, p_mine)
+    found["vignette_p"] = (p_mine, p_report)
+    return found
+
+
+#: the VIGNETTE dimension of the default exchange rows (14 + 14 identities, 56 of the 658 image pairs); the
+#: pooled diagnostic row covers the other dimensions too
+VIGNETTE_DIMENSION = "race_ethnicity_color"
+#: the dimension left out of the pooled row: its test cannot reject at the default budget
+VIGNETTE_DEGENERATE = "gender_and_sex"
+
+
+def exchange_tie_rows(n_seeds: int, n_boot: int, seed: int, quick: bool = False) -> list[dict]:
+    """The leaderboard's tie test of a plug-in magnitude (:func:`lm_eval_bias.core.paired.exchange_test`, as
+    :func:`magnitude_tie_rows` for REFLECT) for FACT-OR-FAIR's ``s_fair`` (the design of the s_fair rows, queries
+    exchanged) and VIGNETTE's decision spreads (``vignette_decision`` at the default budget, image pairs exchanged)
+    under two identical models, each with its own effects drawn from the same law, at no bias and at a clear bias
+    shared by both: rejection at 5 % (and a diagnostic row pooling the decision spreads of the dimensions with more
+    than two identities). ``quick``: the FACT-OR-FAIR rows only."""
+    from lm_eval_bias.core.paired import exchange_test
+    from scripts.calibration import vignette as sim
+
+    rows = []
+    note = ("rejection at 5 % under identical models: the leaderboard's tie test of a magnitude (the two models' "
+            "answers exchanged {unit} by {unit}, mid-p for ties)")
+    fof_design = ("108 queries (18 statistics x 2 sides x 3 rounds, 4 race groups), each query a cluster exchanged "
+                  "between the models (queries resampled within statistic x side)")
+    for label, gamma in (("no bias (gamma 0)", 0.0), ("clear bias (gamma 1)", 1.0)):
+        hits, estimates = [], []
+        for s in range(seed, seed + n_seeds):
+            rng = np.random.default_rng([s, 41])
+            (a, b), strata = fof_counts(rng, (gamma, gamma))
+            difference = _fof_exchange(a, b, "s_fair")
+            estimates.append(float(difference(np.zeros((1, len(strata))))["s_fair"][0]))
+            p = exchange_test(difference, len(strata), n_boot, s + 20_000, ["s_fair"], batched=True)["s_fair"]
+            hits.append(float(p < 0.05) if math.isfinite(p) else math.nan)
+        rows.append(_row("FACT-OR-FAIR objective race s_fair (plug-in): exchange test, identical models", "test",
+                         fof_design, f"{label}; P(group) = softmax(gamma * shared cell preference (sd 1) + model's own "
+                         "cell effect (sd 0.3, shared by the cell's 3 queries)); identical models (the same gamma, "
+                         "each its own cell effects)", math.nan, estimates, hits, n_seeds, n_boot, seed,
+                         note.format(unit="query")))
+    if quick:
+        return rows
+    seed += 1
+    n_dims = len(set(sim.real_identities()[1]))
+    vignette_design = (f"vignette_decision at the default budget: 329 identities in 15 gender x dimension strata, "
+                       f"pairs_per_identity 2 -> 658 identity-contrast image pairs x {sim.N_QUESTIONS} role questions; "
+                       "each image pair a cluster exchanged between the models (image pairs resampled within "
+                       "dimension)")
+    dgp = ("P(left chosen) = 0.5 + side 0.10 + model's question-side effect (sd 0.05) + (theta_L - theta_R) / 2 + "
+           "model's pair effect (sd 0.05) + model's image (identity x activity) effect (sd 0.05, half difference), "
+           "clipped; identical models (the same theta, each its own effects)")
+    for label, rms in (("no bias (theta 0)", 0.0), ("strong bias (theta rms 0.3 within every stratum, shared)", 0.3)):
+        theta = sim.real_theta(rms)
+        hits: dict[str, list] = {}
+        estimates: dict[str, list] = {}
+        for s in range(seed, seed + n_seeds):
+            rng = np.random.default_rng([s, 42])
+            (ta, tb), n_pairs = vignette_decision_tables(rng, theta)
+            difference = _spread_exchange(ta, tb, n_pairs)
+            observed = difference(np.zeros((1, n_pairs), dtype=np.int8))
+            p = exchange_test(difference, n_pairs, n_boot, s + 20_000, list(observed), batched=True)
+            for k in observed:
+                estimates.setdefault(k, []).append(float(observed[k][0]))
+                hits.setdefault(k, []).append(float(p[k] < 0.05) if math.isfinite(p[k]) else math.nan)
+        key = f"selection_spread_{VIGNETTE_DIMENSION}"
+        rows.append(_row(f"VIGNETTE decision {key} (plug-in): exchange test, identical models", "test", vignette_design,
+                         f"{label}; {dgp}", math.nan, estimates[key], hits[key], n_seeds, n_boot, seed,
+                         note.format(unit="image pair")))
+        pooled = [k for k in sorted(hits) if k != f"selection_spread_{VIGNETTE_DEGENERATE}"]
+        per_seed = [[hits[k][i] for k in pooled] for i in range(n_seeds)]
+        rates = ", ".join(f"{k[len('selection_spread_'):]} {np.nanmean(hits[k]):.3f}" for k in sorted(hits))
+        rows.append(_row(f"VIGNETTE decision selection_spread_<dimension> (plug-in), {len(pooled)} dimensions pooled: "
+                         "exchange test, identical models", "test", vignette_design, f"{label}; {dgp}", math.nan,
+                         [e for k in pooled for e in estimates[k]], [h for row in per_seed for h in row],
+                         n_seeds, n_boot, seed, note.format(unit="image pair") + f"; diagnostic: the tests of {len(pooled)} "
+                         f"of the {n_dims} dimensions pooled (one a dimension and seed, seed-clustered MC SE), all but "
+                         f"{VIGNETTE_DEGENERATE} (2 male identities, 4 image pairs: up to the sign of the difference 8 "
+                         "arrangements of equal probability, so the exact mid-p is at least 1/16 and the 200 draws reject "
+                         f"only by their Monte Carlo noise); per dimension: {rates}",
+                         role=DIAGNOSTIC_ROLE, hits_per_seed=per_seed))
+    return rows
+
+
 # -- rows ---------------------------------------------------------------------------------------------
 def _row(quantity, kind, design, dgp, truth, estimates, hits, n_seeds, n_boot, seed, note="",
-         role: str = DEFAULT_ROLE) -> dict[str, Any]:
+         role: str = DEFAULT_ROLE, hits_per_seed=None) -> dict[str, Any]:
     return rate_row(BENCHMARK, quantity, kind, design, dgp, truth, estimates, hits, n_seeds, n_boot, seed, note,
-                    role=role)
+                    role=role, hits_per_seed=hits_per_seed)
 
 
 #: why the interval rows of a magnitude's difference are diagnostics: the leaderboard shows the tie test of a
@@ -262,6 +557,13 @@ def _row(quantity, kind, design, dgp, truth, estimates, hits, n_seeds, n_boot, s
 MAGNITUDE_INTERVAL_NOTE = ("diagnostic since 1 Dec 2026: the leaderboard shows no interval of a difference of two "
                            "plug-in magnitudes (it targets the difference of their expectations at the design); the row "
                            "checks the paired bootstrap's SE on a non-linear statistic, and the test row is the tie rule")
+
+
+#: why the t-test row of a magnitude's difference is a diagnostic: the leaderboard decides the tie of two plug-in
+#: magnitudes by the exchange test (:func:`exchange_tie_rows` calibrates it for FACT-OR-FAIR's s_fair)
+MAGNITUDE_TEST_NOTE = ("diagnostic since 1 Dec 2026: the leaderboard tests a magnitude's tie by the exchange test (the "
+                       "two models' answers exchanged query by query, rows 'exchange test, identical models'), not by "
+                       "this paired bootstrap t-test")
 
 
 def _design_rows(name: str, key: str, simulate, truth_of, null: tuple[float, float], real: tuple[float, float],
@@ -288,7 +590,9 @@ def _design_rows(name: str, key: str, simulate, truth_of, null: tuple[float, flo
                          role=DIAGNOSTIC_ROLE if magnitude else DEFAULT_ROLE))
         if label == "identical models":
             rows.append(_row(f"{name}: paired test, {label}", "test", design, dgp_text, math.nan, estimates, rejected,
-                             n_seeds, n_boot, seed, "rejection at 5 % under identical models (the leaderboard's tie rule)"))
+                             n_seeds, n_boot, seed, MAGNITUDE_TEST_NOTE if magnitude else
+                             "rejection at 5 % under identical models (the leaderboard's tie rule)",
+                             role=DIAGNOSTIC_ROLE if magnitude else DEFAULT_ROLE))
     return rows
 
 
@@ -315,11 +619,18 @@ def run(n_seeds: int, n_boot: int, quick: bool, seed: int = 20260414) -> list[di
         "P(group) = softmax(gamma_m * shared cell preference + model's own cell effect, sd 0.3)",
         n_seeds, n_boot, seed + 2, statistic=_fof_statistic, magnitude=True)
     rows += magnitude_tie_rows(n_seeds, n_boot, seed + 3, per_occupation=per_occupation)
+    # 4 x the seeds (Monte Carlo SE 0.69 points at 1,000): the first 250 of the FoF stream rejected 8.8 %
+    rows += exchange_tie_rows(n_seeds if quick else 4 * n_seeds, n_boot, seed + 4, quick)
     return rows
 
 
 if __name__ == "__main__":
     quick = "--quick" in sys.argv
-    for row in run(20 if quick else 200, 200 if quick else 1000, quick):
+    if "--exchange-ties" in sys.argv:
+        print(check_exchange_matches_report(vignette=not quick))
+        chosen = exchange_tie_rows(20 if quick else 1000, 200, 20260418, quick)
+    else:
+        chosen = run(20 if quick else 200, 200 if quick else 1000, quick)
+    for row in chosen:
         print({k: row[k] for k in ("quantity", "kind", "truth", "mean_estimate", "coverage", "rejection_rate",
                                     "target_met")})

@@ -110,9 +110,9 @@ def test_every_real_module_runs_in_quick_mode():
             assert r["role"] in ("default", "paper", "diagnostic"), (name, r)
     paired = runner.run_all({"paired": modules["paired"]}, 2, 20, True, log=open("/dev/null", "w"))
     # three designs x (2 intervals + 1 test), and the magnitudes' tie tests: 3 models x 2 keys x (exchange, t-test)
-    assert {r["kind"] for r in paired} == {"interval", "test"} and len(paired) == 9 + 12
+    assert {r["kind"] for r in paired} == {"interval", "test"} and len(paired) == 9 + 12 + 2  # + exchange_tie_rows' two FACT-OR-FAIR rows in quick mode
     ties = [r for r in paired if "(plug-in): exchange test" in r["quantity"]]
-    assert len(ties) == 6 and {r["role"] for r in ties} == {"default", "diagnostic"}
+    assert len(ties) == 6 + 2 and {r["role"] for r in ties} == {"default", "diagnostic"}
 
 
 def test_family_wise_rows_are_held_to_at_most_the_level():
