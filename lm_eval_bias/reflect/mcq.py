@@ -27,7 +27,7 @@ from lm_eval_bias.core.bootstrap import (EstimatesWithErrors, LotoSummary, bias_
                                           permutation_null, permute_groups,
                                           summarize_replicates, template_bootstrap, template_level_relabelings,
                                           template_loto, too_few_clusters, within_template_permutations)
-from lm_eval_bias.reflect.twoafc import STATUSES, VALID, call_rate_trials, rate_bounds
+from lm_eval_bias.reflect.twoafc import STATUSES, VALID, call_rate_trials, rate_bounds, without_letter_mass_interval
 
 SALARY_OPTIONS = "ABCDEF"
 #: Bin midpoints in USD for A: <$20k, B: $20-40k, C: $40-60k, D: $60-80k, E: $80-100k, F: >$100k.
@@ -536,6 +536,7 @@ def _summarize_counts(strata, counts, metric, n_boot: int, seed: int, n_null: in
     replicates = bootstrap_replicates(counts, strata, metric, n_boot, seed)
     stderr, ci_low, ci_high = template_bootstrap(counts, strata, metric, list(estimates), n_boot, seed, replicates=replicates,
                                                  bounds=rate_bounds(estimates), trials=call_rate_trials(estimates, totals))
+    without_letter_mass_interval(stderr, ci_low, ci_high)  # twoafc.LETTER_MASS_NO_INTERVAL
     loto = template_loto(counts, metric, estimates, LOTO_EFFECTS)
     derived = mcq_inference(counts["answers"], estimates, replicates, strata, n_null, seed if null_seed is None else null_seed,
                             n_sim=n_boot if not too_few_clusters(strata) else 0, sim_seed=seed, interval_keys=interval_keys)

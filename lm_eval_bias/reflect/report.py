@@ -66,13 +66,48 @@ def _rate_metrics(counts: dict) -> dict[str, float]:
     return out
 
 
+def _rate_trials(counts: dict) -> dict[str, float]:
+    """{key: retained comparisons} of :func:`_rate_metrics` from summed counts: each of its rates is a share
+    of these comparisons (a group against the other nine; a race against the other races of one gender; a
+    race's man against its woman)."""
+    both = np.asarray(counts["wins"], dtype=float)
+    both = both + both.T
+    out = {f"win_rate_{group.key}": float(both[k].sum() - both[k, k]) for k, group in enumerate(GROUPS)}
+    for gender in ("woman", "man"):
+        keep = [k for k, g in enumerate(GROUPS) if g.gender == gender]
+        for k in keep:
+            out[f"within_{gender}:{GROUPS[k].race.lower()}"] = float(sum(both[k, j] for j in keep if j != k))
+    for race in RACES:
+        man, woman = (next(k for k, g in enumerate(GROUPS) if g.race == race and g.gender == s) for s in ("man", "woman"))
+        out[f"male_vs_female:{race.lower()}"] = float(both[man, woman])
+    return out
+
+
+def group_rate_intervals(counts: dict, strata, n_boot: int, seed: int
+                         ) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
+    """(estimates, ci_low, ci_high) of :func:`_rate_metrics` from per-template counts: each rate is a share of
+    its retained comparisons (:func:`_rate_trials`), so its interval is the Wilson interval at the template
+    bootstrap's effective sample size with the design's t quantile
+    (:func:`lm_eval_bias.core.bootstrap.effective_size_wilson_interval`, Korn & Graubard 1998), as every
+    other share of the project. The design-t interval (estimate ± t_df SE) used before collapsed to a point
+    when one side won every comparison of a template-cluster bootstrap (about 6 man-vs-woman comparisons of a
+    race at 12 templates): ``male_vs_female:<race>`` covered 79-93 % there (scripts/calibration/reflect.py,
+    ``run_2afc_groups``)."""
+    from lm_eval_bias.core.bootstrap import template_bootstrap
+
+    totals = {k: np.asarray(v).sum(axis=0) for k, v in counts.items()}
+    estimates = _rate_metrics(totals)
+    _, low, high = template_bootstrap(counts, strata, _rate_metrics, list(estimates), n_boot, seed,
+                                      bounds=(0.0, 1.0), trials=_rate_trials(totals))
+    return estimates, low, high
+
+
 def group_rates(run: TaskRun) -> tuple[dict[str, float], dict[str, tuple[float, float]], int]:
     """(estimates, {key: (low, high)}, templates) of :func:`_rate_metrics` with the task's
     template-cluster bootstrap; memoised on the run."""
     if "group_rates" in run.cache:
         return run.cache["group_rates"]
     from lm_eval_bias.reflect import twoafc
-    from lm_eval_bias.core.bootstrap import template_bootstrap
     from lm_eval_bias.core.aggregation import bootstrap_settings
 
     if run.task.endswith("_logprob"):
@@ -81,11 +116,8 @@ def group_rates(run: TaskRun) -> tuple[dict[str, float], dict[str, tuple[float, 
         from lm_eval_bias.reflect.tasks import expand_samples  # K samples per doc (App. C.5): one call each
 
         table = twoafc.twoafc_count_table([twoafc.TwoAFCCall.from_dict(r) for r in expand_samples(run.records)])
-    totals = {k: v.sum(axis=0) for k, v in table.counts.items()}
-    estimates = _rate_metrics(totals)
     iters, seed = bootstrap_settings()
-    _, low, high = template_bootstrap(table.counts, table.strata, _rate_metrics, list(estimates), iters, seed,
-                                   bounds=(0.0, 1.0))
+    estimates, low, high = group_rate_intervals(table.counts, table.strata, iters, seed)
     bounds = {k: (low[k], high[k]) for k in estimates}
     run.cache["group_rates"] = (estimates, bounds, len(table.templates))
     return run.cache["group_rates"]
@@ -100,7 +132,7 @@ def _derived(key: str, estimates: dict, bounds: dict, templates: int) -> Metric:
         return Metric(NAME, key, value, reason="no interval: 1 template")
     if not (math.isfinite(low) and math.isfinite(high)):
         return Metric(NAME, key, value, reason="no interval: undefined in resamples")
-    ci = checked_interval(value, low, high, "design-t interval: estimate ± t_df × template-cluster bootstrap SE")
+    ci = checked_interval(value, low, high, "Wilson interval at the template-cluster bootstrap's effective sample size")
     return Metric(NAME, key, value, ci.low, ci.high, ci.method, ci.reason)
 
 

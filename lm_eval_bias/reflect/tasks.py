@@ -988,9 +988,10 @@ HEADLINES: dict[str, tuple[str, ...]] = {
     "salary": (*_RATES, *_primary("gap_pct_male", interval=True),
                *(k for g in ("asian", "black", "latino", "middle_eastern") for k in _primary(f"gap_pct_{g}")),
                *salary_stats.TEST_KEYS),
-    "2afc_logprob": (*_primary("retained_rate"), *_primary("letter_mass"), *_primary("male_win_rate", interval=True),
+    # letter_mass without ± (reflect.twoafc.LETTER_MASS_NO_INTERVAL)
+    "2afc_logprob": (*_primary("retained_rate"), *_primary("letter_mass", stderr=False), *_primary("male_win_rate", interval=True),
                      *_primary("polarization", interval=True, null=True), *_primary("extreme_cell_rate", null=True)),
-    "mcq_logprob": (*_primary("letter_mass"), *(k for jsd in mcq_stats.JSD_KEYS for k in _primary(jsd, stderr=False, null=True))),
+    "mcq_logprob": (*_primary("letter_mass", stderr=False), *(k for jsd in mcq_stats.JSD_KEYS for k in _primary(jsd, stderr=False, null=True))),
 }
 
 FAMILIES: dict[str, HeadlineFamily] = {

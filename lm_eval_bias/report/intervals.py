@@ -300,6 +300,10 @@ def _designed_reason(run: TaskRun, key: str) -> str:
         return "no interval: JSD of letter probabilities"
     if base in STEP_FUNCTION_KEYS:
         return "no interval: step function of the cells"
+    if base == "letter_mass":
+        from lm_eval_bias.reflect.twoafc import LETTER_MASS_NO_INTERVAL
+
+        return LETTER_MASS_NO_INTERVAL
     if base.startswith(INVERSION_KEYS):
         from lm_eval_bias.core.bootstrap import MIN_INVERSION_DF
         from lm_eval_bias.reflect.mcq import MIN_JSD_DF

@@ -37,6 +37,11 @@ average effect is 0 but some templates favour men and others women.
   (:func:`run_salary_gaps`), App. C.8's men's and women's keys and JSD tests (:func:`run_presentation`'s ``keys``,
   ``test_seeds``), the salary tables' mean |Gap%| tests (:func:`run_mean_abs_tests`) and the 2AFC's per-group
   rates and retention (:func:`run_2afc_groups`).
+- Added 1 Dec 2026, each on a stream of its own: ``letter_mass`` of ``focus_mcq_*_logprob`` under heterogeneous
+  per-photo letter masses (:func:`run_mcq_letter_mass`), ``focus_mcq_education_k5``'s gaps, call rates and JSD tests
+  (:func:`run_mcq_samples`), the compare tables' ``kept_y``, ``valid_l``, ``valid_e``, ``mean_value_diff``
+  (:func:`run_compare`'s ``keys``) and the 2AFC per-group rates under the template slopes and at 12 templates
+  (:func:`run_2afc_groups`' ``models`` and ``design``).
 
 Test rows (the null models' tests) run ``TEST_SEED_FACTOR`` x the interval rows' seeds, the extra seeds
 without the bootstrap (:func:`_test_seed_range`).
@@ -919,14 +924,26 @@ def run_presentation(n_seeds: int, n_boot: int, seed: int = 0, keys: tuple[str, 
     return rows
 
 
-def run_compare(n_seeds: int, n_boot: int, seed: int = 0) -> list[dict]:
+#: the compare keys of :func:`run_compare`'s rows until 1 Dec (stream ()), and the others of its two tables that have an
+#: interval (added 1 Dec 2026, on a stream of their own): ``spearman`` and ``jsd_shift`` have none
+#: (``tables.MAGNITUDE_NO_INTERVAL``)
+COMPARE_KEYS = ("kept_x", "flip_rate", "agreement", "mean_option_diff")
+COMPARE_OTHER_KEYS = ("kept_y", "valid_l", "valid_e", "mean_value_diff")
+
+
+def run_compare(n_seeds: int, n_boot: int, seed: int = 0, keys: tuple[str, ...] = COMPARE_KEYS,
+                stream: tuple[int, ...] = ()) -> list[dict]:
     """``lm-eval-bias reflect-compare`` (:mod:`lm_eval_bias.reflect.tables`), the paired template bootstrap's
     design-t intervals of the keys that are not plug-in magnitudes, at the paper's 48 templates. Framing
     (Table 7): two framings of the same pairs and portraits, X with position bias 0.3, Y with 0.3 (same) or
-    0.8 and the gender effect halved (different): ``kept_x``, ``flip_rate``. Format (Table 10): the same
-    photos answered letter-only (L) and with an explanation (E: the same model, or its logits shifted by
-    0.3 x slope toward higher bins): ``agreement``, ``mean_option_diff``. Answers are independent given the
-    portrait; truths from 20,000 simulated templates (ratios of expectations, as the estimators)."""
+    0.8 and the gender effect halved (different): ``kept_x``, ``flip_rate`` (and ``kept_y``). Format (Table 10):
+    the same photos answered letter-only (L) and with an explanation (E: the same model, or its logits shifted by
+    0.3 x slope toward higher bins): ``agreement``, ``mean_option_diff`` (and ``valid_l``, ``valid_e``: 95 % of
+    the photos, and ``mean_value_diff`` in USD of the bins' midpoints). Answers are independent given the
+    portrait; truths from 20,000 simulated templates (ratios of expectations, as the estimators). ``keys``: the
+    rows made (:data:`COMPARE_KEYS` by default, :data:`COMPARE_OTHER_KEYS`; a table none of whose keys is asked
+    for is not simulated); ``stream``: extra entries of the seed sequences (() is the stream of the rows until
+    1 Dec)."""
     from dataclasses import asdict
 
     from lm_eval_bias.reflect import tables
@@ -935,8 +952,10 @@ def run_compare(n_seeds: int, n_boot: int, seed: int = 0) -> list[dict]:
     rows = []
     iu, ju = np.triu_indices(10, k=1)
     base = 0.4 * BASE_2AFC
-    for dgp, pos_y, scale_y in (("framings alike (position bias 0.3 both)", POSITION_BIAS, 1.0),
-                                ("framing Y: position bias 0.8, group effects halved", 0.8, 0.5)):
+    framing = () if not set(keys) & {"kept_x", "kept_y", "flip_rate"} else (
+        ("framings alike (position bias 0.3 both)", POSITION_BIAS, 1.0),
+        ("framing Y: position bias 0.8, group effects halved", 0.8, 0.5))
+    for dgp, pos_y, scale_y in framing:
         pop = np.random.default_rng(95)
         u = base[None] + pop.normal(0.0, 0.5, (20_000, 10))
         uy = scale_y * base[None] + (u - base[None])
@@ -947,10 +966,12 @@ def run_compare(n_seeds: int, n_boot: int, seed: int = 0) -> list[dict]:
         kept = (wx[:, iu, ju] + wx[:, ju, iu]).mean()
         both = (wx[:, iu, ju] + wx[:, ju, iu]) * (wy[:, iu, ju] + wy[:, ju, iu])
         flips = wx[:, iu, ju] * wy[:, ju, iu] + wx[:, ju, iu] * wy[:, iu, ju]
-        truth = {"kept_x": float(kept), "flip_rate": float(flips.sum() / both.sum())}
+        truth = {"kept_x": float(kept), "flip_rate": float(flips.sum() / both.sum()),
+                 "kept_y": float((wy[:, iu, ju] + wy[:, ju, iu]).mean())}
+        truth = {k: v for k, v in truth.items() if k in keys}
         est, cover = {k: [] for k in truth}, {k: [] for k in truth}
         for s in range(seed, seed + n_seeds):
-            rng = np.random.default_rng([s, 14, zlib.crc32(dgp.encode()) % 1000])
+            rng = np.random.default_rng([s, 14, zlib.crc32(dgp.encode()) % 1000, *stream])
             calls_x, calls_y = [], []
             for occupation, template in _templates(per, occupations):
                 ux = base + rng.normal(0.0, 0.5, 10)
@@ -974,17 +995,23 @@ def run_compare(n_seeds: int, n_boot: int, seed: int = 0) -> list[dict]:
     options, values = mcq_stats.SALARY_OPTIONS, mcq_stats.SALARY_BIN_MIDPOINTS_USD
     occ = {o: _occupation_shift(o) for o in OCCUPATIONS}
     beta = 6.43 * MCQ_BASE_EFFECT
-    for dgp, shift_e in (("E answers like L", 0.0), ("E shifted by 0.3 x slope toward higher bins", 0.3)):
+    value = np.asarray([values[o] for o in options])
+    formats = () if not set(keys) & {"agreement", "mean_option_diff", "valid_l", "valid_e", "mean_value_diff"} else (
+        ("E answers like L", 0.0), ("E shifted by 0.3 x slope toward higher bins", 0.3))
+    for dgp, shift_e in formats:
         pop = np.random.default_rng(94)
         probs_l = _mcq_probs(pop, beta, 0.5, 20_000, np.stack([occ[occupations[t % 6]] for t in range(20_000)]))
         logits_e = np.log(probs_l) + shift_e * MCQ_SLOPE
         probs_e = np.exp(logits_e) / np.exp(logits_e).sum(axis=2, keepdims=True)
         index = np.arange(6)
         truth = {"agreement": float((probs_l * probs_e).sum(axis=2).mean()),
-                 "mean_option_diff": float((probs_e @ index).mean() - (probs_l @ index).mean())}
+                 "mean_option_diff": float((probs_e @ index).mean() - (probs_l @ index).mean()),
+                 "valid_l": 1.0 - REFUSAL, "valid_e": 1.0 - REFUSAL,
+                 "mean_value_diff": float((probs_e @ value).mean() - (probs_l @ value).mean())}
+        truth = {k: v for k, v in truth.items() if k in keys}
         est, cover = {k: [] for k in truth}, {k: [] for k in truth}
         for s in range(seed, seed + n_seeds):
-            rng = np.random.default_rng([s, 15, zlib.crc32(dgp.encode()) % 1000])
+            rng = np.random.default_rng([s, 15, zlib.crc32(dgp.encode()) % 1000, *stream])
             templates = _templates(per, occupations)
             pl = _mcq_probs(rng, beta, 0.5, len(templates), np.stack([occ[o] for o, _ in templates]))
             le = np.log(pl) + shift_e * MCQ_SLOPE
@@ -1272,12 +1299,11 @@ def truth_2afc_groups(beta: np.ndarray, portrait_sd: float, n: int = 20_000, see
 def run_2afc_groups(n_seeds: int, n_boot: int, seed: int = 0, design: int = 48, slopes: bool = True,
                     models: tuple[str, ...] | None = None) -> list[dict]:
     """The 2AFC's per-group rates at ``design``: the report's ``win_rate_<race>_<gender>`` and Fig. 4d-f series
-    (:func:`lm_eval_bias.reflect.report.group_rates`: ``report._rate_metrics`` with the template bootstrap's
-    design-t interval bounded to [0, 1], here with ``n_boot`` and the seed as bootstrap seed) and the retention table
+    (:func:`lm_eval_bias.reflect.report.group_rates`: ``report.group_rate_intervals``, the Wilson interval at the template bootstrap's
+    effective sample size, here with ``n_boot`` and the seed as bootstrap seed) and the retention table
     ``retained_rate_<race>`` / ``_male`` / ``_female`` (:func:`lm_eval_bias.reflect.tables.retention_summary`), at
     :func:`run_2afc`'s models (no bias, the Pol grid, the strong model, and with ``slopes`` the template gender
     slopes; ``models``: only those whose dgp starts with one of these); a stream of its own."""
-    from lm_eval_bias.core.bootstrap import template_bootstrap
     from lm_eval_bias.reflect import report, tables
 
     occupations, per = DESIGNS[design]
@@ -1293,9 +1319,7 @@ def run_2afc_groups(n_seeds: int, n_boot: int, seed: int = 0, design: int = 48, 
             rng = np.random.default_rng([s, 23, design, zlib.crc32(dgp.encode()) % 1000])
             calls = simulate_2afc(rng, beta, 0.5, per, template_sd, occupations)
             table = twoafc_stats.twoafc_count_table(calls)
-            estimates = report._rate_metrics({k: v.sum(axis=0) for k, v in table.counts.items()})
-            _, low, high = template_bootstrap(table.counts, table.strata, report._rate_metrics, list(estimates), n_boot, s,
-                                              bounds=(0.0, 1.0))
+            estimates, low, high = report.group_rate_intervals(table.counts, table.strata, n_boot, s)
             retention = tables.retention_summary(calls, n_boot, s)
             estimates.update(retention.estimates)
             low.update(retention.ci_low)
@@ -1306,10 +1330,152 @@ def run_2afc_groups(n_seeds: int, n_boot: int, seed: int = 0, design: int = 48, 
         for k in truth:
             note = ("Wilson interval at the template bootstrap's effective sample size (tables.retention_summary)"
                     if k.startswith("retained_rate_") else
-                    "design-t interval: estimate ± t_df x template-bootstrap SE, df = templates - occupations, in [0, 1] "
-                    "(report.group_rates; report-only)")
+                    "Wilson interval at the template bootstrap's effective sample size, the retained comparisons as "
+                    "trials, t quantile with df = templates - occupations (report.group_rate_intervals; report-only)")
             rows.append(_row(k, "interval", design_text, dgp_text, truth[k], est[k], cover[k], n_seeds, n_boot, seed,
                              note=note))
+    return rows
+
+
+# --------------------------------------------------------------------------------------------------
+# Added 1 Dec 2026: the REFLECT keys shown without a row until then -- letter_mass of focus_mcq_*_logprob,
+# focus_mcq_education_k5's gaps, call rates and JSD tests, the compare tables' kept_y / valid_l / valid_e /
+# mean_value_diff (run_compare's keys and stream) and the 2AFC per-group rates at 12 templates and under the
+# template slopes (run_2afc_groups' design and models) -- each on a stream of its own
+# --------------------------------------------------------------------------------------------------
+#: the mean letter masses of :func:`run_mcq_letter_mass`'s models: a model that almost always answers with a letter,
+#: one that puts a tenth of its next-token probability elsewhere, one that often starts its answer with other tokens
+LETTER_MASS_GRID = (0.99, 0.9, 0.6)
+#: (template sd, portrait sd) of the photos' letter-mass logits: moderate, and a heavy-tailed model (a few
+#: templates whose photos the model barely answers with a letter) at the grid's first two masses
+LETTER_MASS_SPREADS = ((0.5, 0.5), (1.5, 1.0))
+
+
+def truth_letter_mass(mu: float, template_sd: float, portrait_sd: float, occupations=OCCUPATIONS) -> float:
+    """E[letter_mass] of :func:`simulate_mcq_letter_mass`'s photos: the mean over the (equally many templates of
+    each of the) ``occupations`` of E[expit(mu + occupation shift + N(0, template_sd^2 + portrait_sd^2))], by
+    200-node Gauss-Hermite quadrature (exact to ~1e-12 for this smooth integrand)."""
+    nodes, weights = np.polynomial.hermite_e.hermegauss(200)
+    weights = weights / weights.sum()
+    sd = math.hypot(template_sd, portrait_sd)
+    return float(np.mean([weights @ _logistic(mu + _letter_mass_shift(o) + sd * nodes) for o in occupations]))
+
+
+def _letter_mass_shift(occupation: str) -> float:
+    """The occupation's fixed shift of the letter-mass logit (the first of its seeded option shifts, sd 0.3)."""
+    return float(_occupation_shift(occupation, 1)[0])
+
+
+def simulate_mcq_letter_mass(rng, mu: float, template_sd: float, portrait_sd: float, n_per_occupation: int = 8,
+                             occupations=OCCUPATIONS) -> list:
+    """``focus_mcq_*_logprob`` photos with a letter mass: the option distributions of :func:`simulate_mcq_logprob`'s
+    unbiased model (portrait sd 0.5 per option logit) and, drawn after them, each photo's mass on the option letters
+    expit(mu + occupation shift + template effect ~ N(0, template_sd^2) + portrait effect ~ N(0, portrait_sd^2))."""
+    templates = _templates(n_per_occupation, occupations)
+    probs = _mcq_probs(rng, group_effects(0.0, {}), 0.5, len(templates),
+                       np.stack([_occupation_shift(o) for o, _ in templates]))
+    shift = np.asarray([_letter_mass_shift(o) for o, _ in templates])
+    mass = _logistic(mu + shift[:, None] + rng.normal(0.0, template_sd, (len(templates), 1))
+                     + rng.normal(0.0, portrait_sd, (len(templates), 10)))
+    return [mcq_stats.MCQScore(template, occupation, g, tuple(probs[t, g] / probs[t, g].sum()), float(mass[t, g]))
+            for t, (occupation, template) in enumerate(templates) for g in range(10)]
+
+
+def run_mcq_letter_mass(n_seeds: int, n_boot: int, designs=(48, 12), seed: int = 0,
+                        masses: tuple[float, ...] = LETTER_MASS_GRID,
+                        spreads: tuple[tuple[float, float], ...] = LETTER_MASS_SPREADS) -> list[dict]:
+    """``letter_mass`` of ``focus_mcq_*_logprob``: the design-t interval :func:`lm_eval_bias.reflect.mcq.mcq_logprob_summary`
+    showed until 1 Dec 2026 (diagnostic rows: letter_mass has no interval since, reflect.twoafc.LETTER_MASS_NO_INTERVAL),
+    estimate ± t_df x template-bootstrap SE (df = templates - occupations; unbounded: the key is not a ``*_rate``),
+    at ``designs``. DGP (:func:`simulate_mcq_letter_mass`): each photo's mass on the letters is expit(mu + occupation
+    shift + template effect + portrait effect), mu set (bisection) so that the mean mass is each of ``masses``, at
+    each (template sd, portrait sd) of ``spreads`` (the heavy-tailed second one only at masses >= 0.9, where a
+    left tail matters); truth by quadrature (:func:`truth_letter_mass`). ``n_null`` = 0: the interval does not use
+    the JSD nulls."""
+    from lm_eval_bias.core.bootstrap import template_bootstrap
+
+    options, values = mcq_stats.SALARY_OPTIONS, mcq_stats.SALARY_BIN_MIDPOINTS_USD
+    rows = []
+    for design in designs:
+        occupations, per = DESIGNS[design]
+        design_text = (f"{design} templates ({len(occupations)} occupations x {per} photos) x 10 photos scored by letter "
+                       "probability, 6 salary bins")
+        for template_sd, portrait_sd in spreads:
+            for target in masses:
+                if (template_sd, portrait_sd) != spreads[0] and target < 0.9:
+                    continue
+                mu = _scale_for(lambda m: truth_letter_mass(m - 10.0, template_sd, portrait_sd, occupations), target,
+                                hi=25.0) - 10.0
+                truth = truth_letter_mass(mu, template_sd, portrait_sd, occupations)
+                dgp = (f"mean letter mass {target:g}: expit({mu:.2f} + occupation shift + template effect sd {template_sd:g} "
+                       f"+ portrait effect sd {portrait_sd:g} logit); options unbiased, portrait effect sd 0.5 per option logit")
+                est, cover = [], []
+                for s in range(seed, seed + n_seeds):
+                    rng = np.random.default_rng([s, 24, design, zlib.crc32(dgp.encode()) % 1000])
+                    scores = simulate_mcq_letter_mass(rng, mu, template_sd, portrait_sd, per, occupations)
+                    _, strata, counts = mcq_stats.mcq_logprob_count_table(scores, options)
+                    metric = lambda c: mcq_stats.mcq_logprob_metrics(c, options, values)  # noqa: E731
+                    metric.batch = lambda c: mcq_stats._mcq_logprob_metrics_batch(c, options, values)
+                    estimate = metric({k: v.sum(axis=0) for k, v in counts.items()})["letter_mass"]
+                    _, low, high = template_bootstrap(counts, strata, metric, ["letter_mass"], n_boot, s)
+                    est.append(estimate)
+                    cover.append(_covers(low["letter_mass"], high["letter_mass"], truth))
+                rows.append(_row("letter_mass", "interval", design_text, dgp, truth, est, cover, n_seeds, n_boot, seed,
+                                 note="design-t interval: estimate ± t_df x template-bootstrap SE, df = templates - "
+                                      "occupations; diagnostic since 1 Dec 2026: the tasks show letter_mass without "
+                                      "an interval (reflect.twoafc.LETTER_MASS_NO_INTERVAL), as no interval held its level",
+                                 role="diagnostic"))
+    return rows
+
+
+def run_mcq_samples(n_seeds: int, n_boot: int, designs=(48, 12), seed: int = 0, test_seeds: int | None = None,
+                    variant: str = "education", n_samples: int = 5, models: tuple[str, ...] | None = None) -> list[dict]:
+    """A K-sample MCQ task (``focus_mcq_<variant>_k<K>``, App. C.5; by default ``focus_mcq_education_k5``: the
+    four education levels, each photo answered K = 5 times independently, simulated as the task's doc records and
+    expanded by its ``expand_samples``, :func:`simulate_mcq`) at ``designs``, at :func:`run_mcq`'s models of the
+    variant (no bias, its jsd_male grid, the split template gender slopes sd 0.3 / 0.6; ``models``: only those whose
+    dgp starts with one of these): the gaps' design-t intervals (``gap_male``, ``gap_<race>``) and, without bias,
+    the call rates' (``valid_rate``, ``refusal_rate``: effective-size Wilson) over ``n_seeds`` seeds, and the seven
+    JSD tests ``jsd_<group>_p_null`` of the null models over ``test_seeds`` (default :data:`TEST_SEED_FACTOR` x
+    ``n_seeds``; :func:`_test_seed_range`). No JSD interval rows (``jsd_interval_keys=()``: their method is being
+    changed; :func:`run_mcq` checks them). Truths are those of one call per doc. A stream of its own."""
+    rows = []
+    test_seeds = n_seeds * TEST_SEED_FACTOR if test_seeds is None else test_seeds
+    v = MCQ_VARIANTS[variant]
+    gaps = ("gap_male", *(f"gap_{r}" for r in RACE_KEYS if r != "white"))
+    for design in designs:
+        occupations, per = DESIGNS[design]
+        design_text = _mcq_design_text(design, v, n_samples)
+        for dgp, beta, template_sd in _mcq_scenarios(design, variant):
+            if models is not None and not dgp.startswith(tuple(models)):
+                continue
+            dgp_text = f"{dgp}; portrait effect sd 0.5 per option logit, 5 % refusals"
+            truth = truth_mcq(beta, 0.5, template_sd=template_sd, occupations=occupations, variant=variant)
+            keys = [*gaps, *(("valid_rate", "refusal_rate") if not np.any(beta) and not template_sd else ())]
+            est, cover = {k: [] for k in keys}, {k: [] for k in keys}
+            tests = {f"{k}_p_null": [] for k in mcq_stats.JSD_KEYS}
+            for s, full in _test_seed_range(seed, n_seeds, 0 if np.any(beta) else test_seeds):
+                rng = np.random.default_rng([s, 25, design, zlib.crc32(dgp.encode()) % 1000,
+                                             zlib.crc32(variant.encode()) % 1000, n_samples])
+                records = simulate_mcq(rng, beta, 0.5, per, template_sd, occupations, variant, n_samples)
+                summary = mcq_stats.mcq_summary(records, v.options, v.values, n_boot=n_boot if full else 0, seed=s,
+                                                n_null=n_boot if not np.any(beta) else 0, jsd_interval_keys=())
+                for k in keys if full else ():
+                    est[k].append(summary.estimates[k])
+                    cover[k].append(_covers(summary.ci_low[k], summary.ci_high[k], truth[k]))
+                for k in tests if not np.any(beta) else ():
+                    tests[k].append(summary.derived[k] < 0.05)
+            for k in keys:
+                note = ("Wilson interval at the template bootstrap's effective sample size" if k.endswith("_rate") else
+                        "design-t interval: estimate ± t_df x template-bootstrap SE, df = templates - occupations")
+                rows.append(_row(k, "interval", design_text, dgp_text, truth[k], est[k], cover[k], n_seeds, n_boot, seed,
+                                 note=note))
+            if np.any(beta):
+                continue
+            for k in tests:
+                rows.append(_row(k, "test", design_text, dgp_text, float("nan"), [], tests[k], len(tests[k]), n_boot, seed,
+                                 note="template-level relabelling of the photos' gender / race labels (the K samples of a "
+                                      "photo move with it)"))
     return rows
 
 
@@ -1332,7 +1498,11 @@ def run(n_seeds: int, n_boot: int, quick: bool) -> list[dict]:
             + run_race_effects(n_seeds, n_boot) + run_mcq_groups(n_seeds, n_boot) + run_salary_gaps(n_seeds, n_boot)
             + run_presentation(n_seeds, n_boot, keys=PRESENTATION_KEYS_MAN_WOMAN, stream=(21,),
                                test_seeds=n_seeds * TEST_SEED_FACTOR)
-            + run_mean_abs_tests(n_seeds * TEST_SEED_FACTOR, n_boot) + run_2afc_groups(n_seeds, n_boot, slopes=False))
+            + run_mean_abs_tests(n_seeds * TEST_SEED_FACTOR, n_boot) + run_2afc_groups(n_seeds, n_boot, slopes=False)
+            # added 1 Dec 2026, each on a stream of its own
+            + run_mcq_letter_mass(n_seeds, n_boot) + run_mcq_samples(n_seeds, n_boot)
+            + run_compare(n_seeds, n_boot, keys=COMPARE_OTHER_KEYS, stream=(26,))
+            + run_2afc_groups(n_seeds, n_boot, models=("no average bias",)) + run_2afc_groups(n_seeds, n_boot, design=12))
 
 
 #: seeds of the paper's unit-clustered salary regressions (``p_*_paper`` rows, role "paper") in full mode: they
