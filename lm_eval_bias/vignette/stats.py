@@ -589,9 +589,14 @@ def pair_resampled_summary(design: PairDesign, metric: Callable[[np.ndarray, np.
 
 
 # -- identity tests -------------------------------------------------------------------------------------------
-#: Up to this many pairs an identity's sign-flip null is enumerated exactly; beyond, the normal
-#: approximation of the sign-flip sum (variance sum c_p^2) is used.
+#: Up to this many pairs the sign-flip null of a per-cell test (:func:`_sign_flip_p`: PairComp and polarity
+#: cells) is enumerated exactly; beyond, the normal approximation of the sign-flip sum (variance sum c_p^2).
 EXACT_SIGN_FLIP_MAX_PAIRS = 12
+#: The identity-level tests (:func:`identity_pair_tests` and the tests built on it, :func:`vision_text_tests`)
+#: build the exact sign-flip distribution pair by pair over its distinct values
+#: (:func:`_sign_flip_distribution`); past this many distinct values -- possible only beyond 16 pairs, when
+#: the contributions share no lattice -- they fall back on the normal approximation.
+SIGN_FLIP_MAX_SUPPORT = 1 << 16
 
 
 def _sign_flip_p(c: np.ndarray, tie_weight: float | None = None) -> float:
@@ -602,7 +607,8 @@ def _sign_flip_p(c: np.ndarray, tie_weight: float | None = None) -> float:
     ``tie_weight`` = U in [0, 1], the randomised p = P(|T*| > |T|) + U P(|T*| = |T|), exactly uniform
     under the null when U ~ U(0, 1) independently of the data (Lehmann & Romano 2005, Sec. 3.2 and 15.2;
     Hemerik & Goeman 2018); U = 1/2 is the mid-p (Lancaster 1961). Beyond, the normal approximation
-    z = |T| / sqrt(sum c_p^2) (no tie correction)."""
+    z = |T| / sqrt(sum c_p^2) (no tie correction). The per-cell tests' p (PairComp, polarity); the
+    identity-level tests take the exact mid-p of :func:`_sign_flip_mid_p` at any number of pairs."""
     from scipy.stats import norm
 
     c = c[c != 0]
@@ -616,6 +622,85 @@ def _sign_flip_p(c: np.ndarray, tie_weight: float | None = None) -> float:
             return float(np.mean(null >= t - 1e-9))
         return float(np.mean(null > t + 1e-9) + tie_weight * np.mean(np.abs(null - t) <= 1e-9))
     return float(2 * norm.sf(t / np.sqrt(np.sum(c ** 2))))
+
+
+def _sign_flip_distribution(c: np.ndarray, max_support: int | None = None):
+    """Exact null distribution of T* = sum_p e_p c_p, e_p = +-1 uniformly and independently: (sorted
+    distinct values, their probabilities), or None when it has more than ``max_support`` (default
+    ``SIGN_FLIP_MAX_SUPPORT``) distinct values.
+
+    Built by convolution over the distinct magnitudes |c| (k pairs of magnitude v add v (2j - k), j ~
+    Binomial(k, 1/2)), merging values that agree within 1e-9 of sum |c| after each step (Pagano &
+    Tritchler 1983, JASA 78:435, permutation distributions in polynomial time by recursion over
+    distinct values). The contributions of the tasks' designs lie on small lattices, so no cap binds
+    there: one answer a pair has one magnitude and n + 1 values; the decision design at
+    pairs_per_identity 12 (six side-adjusted answers a pair, about 24 pairs an identity) gave a median
+    of 1,102 and at most 15,456 distinct values over 658 identity tests (two seeds). Up to 16 pairs
+    always fit (2^16 values)."""
+    from scipy.stats import binom
+
+    cap = SIGN_FLIP_MAX_SUPPORT if max_support is None else max_support
+    a = np.sort(np.abs(np.asarray(c, dtype=float)))
+    a = a[a > 0]
+    if a.size == 0:
+        return np.zeros(1), np.ones(1)
+    tol = 1e-9 * float(a.sum())
+    first = np.concatenate([[True], np.diff(a) > tol])
+    starts = np.flatnonzero(first)
+    mags, mult = a[starts], np.diff(np.append(starts, a.size))
+    values, prob = np.zeros(1), np.ones(1)
+    for v, k in zip(mags[::-1], mult[::-1]):
+        j = np.arange(k + 1)
+        grid = (values[:, None] + (v * (2 * j - k))[None, :]).ravel()
+        weight = (prob[:, None] * binom.pmf(j, k, 0.5)[None, :]).ravel()
+        order = np.argsort(grid, kind="stable")
+        grid, weight = grid[order], weight[order]
+        new = np.concatenate([[True], np.diff(grid) > tol])
+        values, prob = grid[new], np.add.reduceat(weight, np.flatnonzero(new))
+        if values.size > cap:
+            return None
+    return values, prob
+
+
+def _sign_flip_mid_p(c: np.ndarray) -> float:
+    """Two-sided **mid-p** of T = sum_p c_p against its exact sign-flip distribution (the null of the
+    identity-level tests: every pair's sign pattern equally likely):
+
+        p = P(|T*| > |T|) + 1/2 P(|T*| = |T|)          (Lancaster 1961, JASA 56:223)
+
+    deterministic, with the full null distribution of :func:`_sign_flip_distribution` at any number of
+    pairs; the normal approximation z = |T| / sqrt(sum c_p^2) only past ``SIGN_FLIP_MAX_SUPPORT``
+    distinct null values (never at the tasks' designs). 1 when every c_p is 0.
+
+    Why mid-p: the sign-flip sum is a lattice variable with large atoms (one answer a pair: a
+    binomial sign test), and counting the tied patterns against the observation, P(|T*| >= |T|), has
+    exact size 0.8-3.9 % at 6-12 pairs (2.5 % per activity at the activity-contrast design). The
+    mid-p splits the atom at the observation: its size is not below the level at every n (7.0 % at 8
+    equal contributions, 3.1 % at 6) but near it on average over the designs' mixtures of n (4.8 % at
+    the activity-contrast design's 8-10 pairs; 5.0 % at the decision design, exact over its sign
+    flips; scripts/calibration/vignette.py, docs/vignette.md "Calibration") -- the property that
+    recommends it for discrete tests (Berry & Armitage 1995, The Statistician 44:417; Hirji 2006,
+    Exact Analysis of Discrete Data). It stays deterministic, unlike the randomised p of
+    :func:`_sign_flip_p` (``tie_weight`` = U), whose smallest value a lottery could push below any
+    Holm threshold: the mid-p's smallest value at n nonzero contributions is 2^-n (the all-plus or
+    all-minus pattern), what :func:`sign_flip_min_p` with ``mid_p=True`` states. The exact
+    distribution beyond 12 pairs replaces the normal approximation there, which without a continuity
+    correction approximates the mid-p on a lattice but ignores its lighter tails (4.75 % against the
+    exact mid-p's 5.00 % at the decision design with 24 pairs an identity)."""
+    from scipy.stats import norm
+
+    c = np.asarray(c, dtype=float)
+    c = c[c != 0]
+    if c.size == 0:
+        return 1.0
+    t = abs(float(c.sum()))
+    dist = _sign_flip_distribution(c)
+    if dist is None:
+        return float(min(1.0, 2 * norm.sf(t / np.sqrt(np.sum(c ** 2)))))
+    values, prob = dist
+    tol = 1e-9 * float(np.abs(c).sum())
+    size = np.abs(values)
+    return float(min(1.0, prob[size > t + tol].sum() + 0.5 * prob[np.abs(size - t) <= tol].sum()))
 
 
 def identity_contributions(design: PairDesign) -> sparse.csc_matrix:
@@ -650,17 +735,23 @@ def side_adjusted(table: pd.DataFrame) -> pd.DataFrame:
     return table.assign(selected=table["selected"].to_numpy(float) - np.where(left, side, -side))
 
 
-def sign_flip_min_p(n_contributing: int) -> float:
-    """Smallest two-sided p-value :func:`_sign_flip_p` can return for a sum of ``n_contributing``
-    nonzero pair contributions: ``2 / 2**n`` when the null is enumerated exactly (n up to
-    ``EXACT_SIGN_FLIP_MAX_PAIRS``: only the all-plus and all-minus patterns reach the observed
-    |sum| when every sign agrees), else ``2 * (1 - Phi(sqrt(n)))`` (the normal approximation's
+def sign_flip_min_p(n_contributing: int, mid_p: bool = False) -> float:
+    """Smallest two-sided p-value a sign-flip test can return for a sum of ``n_contributing`` nonzero
+    pair contributions (only the all-plus and all-minus patterns reach the observed |sum| when every
+    sign agrees). ``mid_p=True`` -- the identity-level tests (:func:`_sign_flip_mid_p`: exact sign-flip
+    distribution, mid-p): half of that atom, ``2**-n`` at any n (its normal fallback, past
+    ``SIGN_FLIP_MAX_SUPPORT`` distinct null values, needs more than 16 pairs and has a floor
+    2 (1 - Phi(sqrt(n))) < 6.4e-5 there). ``mid_p=False`` -- the per-cell tests (:func:`_sign_flip_p`,
+    ties counted against the observation): ``2 / 2**n`` when the null is enumerated exactly (n up to
+    ``EXACT_SIGN_FLIP_MAX_PAIRS``), else ``2 * (1 - Phi(sqrt(n)))`` (the normal approximation's
     z = |sum c| / sqrt(sum c^2) is at most sqrt(n) by Cauchy-Schwarz). 1 for no contribution."""
     from scipy.stats import norm
 
     n = int(n_contributing)
     if n <= 0:
         return 1.0
+    if mid_p:
+        return float(min(1.0, 2.0 ** -n))
     if n <= EXACT_SIGN_FLIP_MAX_PAIRS:
         return float(min(1.0, 2.0 ** (1 - n)))
     return float(2 * norm.sf(np.sqrt(n)))
@@ -670,7 +761,8 @@ def identity_family_power(tests: pd.DataFrame, alpha: float = 0.05, method: str 
     """Power statement of the identity family of :func:`identity_pair_tests` (``tests``: its output):
     :func:`lm_eval_bias.core.power.family_power_statement` with ``n_tests`` = identities with a
     p-value, the smallest attainable p = min over identities of :func:`sign_flip_min_p`
-    (``n_contributing``), and the per-test standard error = the median ``null_sd`` (so the MDE is a
+    (``n_contributing``, ``mid_p=True``: the tests' exact mid-p reaches 2^-n), and the per-test
+    standard error = the median ``null_sd`` (so the MDE is a
     shift of S(i) away from 50, percentage points, detectable with 80 % power at Holm's first step
     alpha / m; normal approximation, Bloom 1995). ``method`` other than Holm is reported with
     Holm's first threshold, which Bonferroni shares and Hochberg / BH relax."""
@@ -680,7 +772,7 @@ def identity_family_power(tests: pd.DataFrame, alpha: float = 0.05, method: str 
     n = int(ok.sum())
     if not n:
         return family_power_statement(0, np.nan, alpha)
-    min_p = min(sign_flip_min_p(k) for k in tests.loc[ok, "n_contributing"])
+    min_p = min(sign_flip_min_p(k, mid_p=True) for k in tests.loc[ok, "n_contributing"])
     sd = tests.loc[ok, "null_sd"].to_numpy(float)
     stderr = float(np.median(sd[sd > 0])) if np.any(sd > 0) else np.nan
     return family_power_statement(n, min_p, alpha, stderr, unit=" pp")
@@ -781,7 +873,7 @@ def identity_heterogeneity_tests(table: pd.DataFrame, n_perm: int, seed: int, al
     """Per bias dimension: does any identity of the dimension get chosen more or less than 50 %? A
     global test that pools the dimension's identities, so that it has power where each identity is
     seen in a handful of image pairs (the default budgets: about 4 pairs an identity, whose own
-    sign-flip test cannot go below p = 0.125; docs/vignette.md "Identity tests and their power").
+    sign-flip test cannot go below p = 2^-4 = 0.0625; docs/vignette.md "Identity tests and their power").
 
     Null (one sentence): in every image pair of the dimension the two people's labels are
     exchangeable -- no identity is preferred; side, pair, image and question effects are allowed.
@@ -868,7 +960,8 @@ def heterogeneity_family_power(tests: pd.DataFrame, n_perm: int, alpha: float = 
     return replace(base, mde=mde, statement=text)
 
 
-def identity_pair_tests(table: pd.DataFrame, method: str = "holm", paper: bool = True) -> pd.DataFrame:
+def identity_pair_tests(table: pd.DataFrame, method: str = "holm", paper: bool = True,
+                        side_adjust: bool = True) -> pd.DataFrame:
     """Per identity: is it chosen more or less than its partners, respecting that all answers about
     one image pair share the pair (position, images)? Calibrated default for the paper's identity
     significance (Sec. 6, "black hearts").
@@ -877,27 +970,44 @@ def identity_pair_tests(table: pd.DataFrame, method: str = "holm", paper: bool =
     S(i) - 50 = sum_p c_ip with c_ip = sum_a 100 (x_ipa - n_ipa / 2) / (|A_i| n_opt(i, a)); swapping
     the two people's labels in pair p (all of its docs at once) turns x into n - x, i.e. flips the sign
     of c_ip. Under "no identity preference" (any left/right, per-image or per-pair preference allowed)
-    every sign pattern is equally likely, so the p-value is the two-sided sign-flip p: exact
-    enumeration up to ``EXACT_SIGN_FLIP_MAX_PAIRS`` pairs, else the normal approximation
-    z = sum c / sqrt(sum c^2). ``p_holm``: Holm across the identities (the family). ``p_paper`` /
+    every sign pattern is equally likely, so the p-value is the two-sided sign-flip p: the **exact
+    mid-p** of :func:`_sign_flip_mid_p` (the exact sign-flip distribution at any number of pairs,
+    P(|T*| > |T|) + P(|T*| = |T|) / 2; Lancaster 1961), deterministic, smallest value 2^-n at n
+    contributing pairs (:func:`sign_flip_min_p` with ``mid_p=True``).
+
+    Side preference (``side_adjust``, default): the tasks' sampler places people left or right by draw
+    order, not at random, so a side preference b does not get a random sign under label swaps: it adds
+    +-b to an identity's answers with fixed signs and inflates the sign-flip variance sum c^2 (at the
+    decision design with six answers a pair and b = 0.10 the test rejected 3.6 % per identity at
+    pairs_per_identity 12; side-adjusted with the exact mid-p 5.0 %, scripts/calibration/vignette.py), or
+    shifts T when an identity stands on one side more often. With a
+    ``position`` column (0 left, 1 right; :func:`lm_eval_bias.vignette.analysis.option_table` has it)
+    the contributions are those of :func:`side_adjusted` (the overall side preference of the table's
+    docs subtracted: residuals of a side-only model, Freedman & Lane 1983), as in
+    :func:`identity_heterogeneity_tests`; ``selection_frequency`` stays the paper's S of the answers
+    as given. Without ``position`` (activity contrast: the activities' order is dealt at random) the
+    answers are tested as given. ``p_holm``: Holm across the identities (the family). ``p_paper`` /
     ``p_paper_holm``: :func:`identity_fisher_tests` (every answer independent; not calibrated; NaN
-    with ``paper=False``). ``n_contributing``: pairs with a nonzero contribution c_ip (what bounds the smallest attainable p,
-    :func:`sign_flip_min_p`); ``null_sd``: sqrt(sum_p c_ip^2), the sign-flip standard deviation of
-    S(i) - 50 (percentage points; the per-test standard error of :func:`identity_family_power`).
-    Needs ``pair_id`` and ``dimension`` columns (option table of :mod:`lm_eval_bias.vignette.tasks`)."""
+    with ``paper=False``). ``n_contributing``: pairs with a nonzero (side-adjusted) contribution c_ip
+    (what bounds the smallest attainable p); ``null_sd``: sqrt(sum_p c_ip^2), the sign-flip standard
+    deviation of S(i) - 50 (percentage points; the per-test standard error of
+    :func:`identity_family_power`). Needs ``pair_id`` and ``dimension`` columns (option table of
+    :mod:`lm_eval_bias.vignette.tasks`)."""
     from lm_eval_bias.core.multiplicity import adjust
 
     design = pair_design(table)
     resp, opt = observed_counts(design)
     m = design.identity_matrix()
-    contrib = identity_contributions(design)
+    adjusted = side_adjusted(table) if side_adjust else table
+    test_design = design if adjusted is table else pair_design(adjusted)
+    contrib = identity_contributions(test_design)
     s = identity_rates(design, resp, opt).ravel()
     n_pairs = np.asarray(((design.n0 @ m) > 0).sum(axis=0)).ravel()
     rows = []
     for k, identity in enumerate(design.identities):
         c = contrib.data[contrib.indptr[k]:contrib.indptr[k + 1]]
         rows.append((identity, design.identity_stratum[k], s[k], int(n_pairs[k]), int(np.count_nonzero(c)),
-                     float(np.sqrt(np.sum(c ** 2))), _sign_flip_p(c) if not np.isnan(s[k]) else np.nan))
+                     float(np.sqrt(np.sum(c ** 2))), _sign_flip_mid_p(c) if not np.isnan(s[k]) else np.nan))
     out = pd.DataFrame(rows, columns=["identity", "dimension", "selection_frequency", "n_pairs", "n_contributing",
                                       "null_sd", "p_value"]).set_index("identity")
     out["p_holm"] = adjust(out["p_value"].to_numpy(), method)
@@ -922,9 +1032,11 @@ def vision_text_tests(vision: pd.DataFrame, text: pd.DataFrame, method: str = "h
     (calibrated default): the two tasks ask the same pairs, so per pair p the identity's share of
     choices differs by d_p = (x_vis - x_text) / n; under "the image changes nothing for this
     identity" the two modality labels are exchangeable within a pair, i.e. d_p has a random sign:
-    two-sided sign-flip test of sum_p d_p (exact up to ``EXACT_SIGN_FLIP_MAX_PAIRS`` pairs, else
-    normal). ``p_holm`` / ``p_paper_holm``: Holm across identities. ``n_contributing``: pairs with
-    d_p != 0 (what bounds the smallest attainable p, :func:`sign_flip_min_p`); ``null_sd``: the
+    two-sided sign-flip test of sum_p d_p, the exact mid-p of :func:`_sign_flip_mid_p` (as
+    :func:`identity_pair_tests`; a side preference shared by the two tasks cancels in d_p, so no side
+    adjustment). ``p_holm`` / ``p_paper_holm``: Holm across identities. ``n_contributing``: pairs with
+    d_p != 0 (what bounds the smallest attainable p, 2^-n: :func:`sign_flip_min_p` with
+    ``mid_p=True``); ``null_sd``: the
     sign-flip sd of the mean of d_p, 100 sqrt(sum d_p^2) / n (percentage points; delta is that mean
     when every pair has the same number of answers): the family's power statement,
     :func:`identity_family_power`, reads both."""
@@ -950,7 +1062,7 @@ def vision_text_tests(vision: pd.DataFrame, text: pd.DataFrame, method: str = "h
             p_paper = float(proportions_ztest(counts, nobs)[1])
         null_sd = 100.0 * float(np.sqrt(np.sum(c ** 2))) / len(c) if len(c) else np.nan
         rows.append((identity, float(value), len(c), int(np.count_nonzero(c)), null_sd,
-                     _sign_flip_p(c) if len(c) else np.nan, p_paper))
+                     _sign_flip_mid_p(c) if len(c) else np.nan, p_paper))
     out = pd.DataFrame(rows, columns=["identity", "delta", "n_pairs", "n_contributing", "null_sd", "p_value",
                                       "p_paper"]).set_index("identity")
     for col, holm in (("p_value", "p_holm"), ("p_paper", "p_paper_holm")):
@@ -1432,7 +1544,12 @@ def activity_contrast_tests(activity_choices: pd.DataFrame, n_boot: int, seed: i
     / times offered with its interval (``ci_low`` / ``ci_high``, percent; one answer per image pair, so
     :func:`clustered_share`'s mid-p binomial interval), and
     ``p_value`` / ``p_holm``: the pair-level sign-flip test of S(a) = 50 (:func:`identity_pair_tests`
-    with activities in place of identities; Holm over the activities of one question)."""
+    with activities in place of identities; Holm over the activities of one question). One answer a
+    pair makes it a two-sided sign test; its p is the exact mid-p (:func:`_sign_flip_mid_p`): counting
+    the tied patterns against the observation rejected 2.5 % per activity at the default budget (8-10
+    pairs an activity, exact size 0.8-3.9 % at 6-12 pairs), the mid-p's exact size over that mixture
+    is 4.8 % (4.7 % over 1,000 calibration runs; docs/vignette.md "Calibration"). No side adjustment:
+    the activity-choice table has no ``position`` (which activity is offered first is dealt at random)."""
     rows = []
     for parameter, part in activity_choices.groupby("parameter", sort=True):
         opts = activity_option_table(part)
@@ -1454,8 +1571,9 @@ def activity_contrast_tests(activity_choices: pd.DataFrame, n_boot: int, seed: i
 def decision_dimension_tests(table: pd.DataFrame, method: str = "holm") -> pd.DataFrame:
     """Per decision question dimension (``parameter``: the roles.json SSCM question -- ability,
     sociability, morality, agency, status, appearance; Sec. 4.4) and identity: S and the pair-level
-    identity test (:func:`identity_pair_tests` on that question's docs; Holm over the identities of
-    one question dimension). Long format indexed by (parameter, identity)."""
+    identity test (:func:`identity_pair_tests` on that question's docs, side-adjusted by that question's
+    own side preference, exact mid-p; Holm over the identities of one question dimension). Long format
+    indexed by (parameter, identity)."""
     parts = []
     for parameter, part in table.groupby("parameter", sort=True):
         tests = identity_pair_tests(part, method=method)

@@ -431,8 +431,8 @@ def run(n_seeds: int = 200, n_boot: int = 1000, quick: bool = False, seed: int =
                                     f"smallest p vs Holm's 0.05/329); MDE {np.nanmean(mde):.1f} pp of S: cannot reject at "
                                     "this budget, see the budget rows"))
                 row("identity test (pair-level sign flip), per identity p < 0.05", "test", dec, dgp, math.nan, [], raw,
-                    note="mean share of the 329 identities; far below 5 %: about 3 contributing pairs an identity, "
-                         "smallest attainable p 2/2^3", role="diagnostic")
+                    note="mean share of the 329 identities; far below 5 %: about 4 contributing (side-adjusted) pairs "
+                         "an identity, smallest attainable mid-p 2^-4 > 0.05", role="diagnostic")
                 row("identity test (Fisher, paper), any identity Holm p < 0.05", "test", dec, dgp, math.nan, [], fisher,
                     note="paper's test, kept as p_paper (slow: 329 Fisher tests a seed)", role="paper", seeds=len(fisher))
                 row("identity heterogeneity test per bias dimension (p_identity_heterogeneity_<d>), p < 0.05", "test", dec,
@@ -1056,7 +1056,7 @@ def log_odds_rows(n_seeds: int, n_boot: int, seed: int, offset: int = 0, n_act: 
 #: FACT-OR-FAIR's test rows)
 GAP_TEST_SEEDS = 1000
 #: pairs_per_identity of the activity-contrast rows where the activity family can reject (about 35 image pairs
-#: an activity of one question; at the default budget, about 9, the smallest p 2/2^9 stays above 0.05/75)
+#: an activity of one question; at the default budget, about 9, the smallest mid-p 2^-9 stays above 0.05/75)
 ACTIVITY_BUDGET = 4
 #: left-person effect of the factuality null (logit scale): a question about the person on the left is
 #: answered correctly more often (the sampler places people by draw order, not at random)
@@ -1192,9 +1192,9 @@ def gap_test_rows(n_seeds: int, seed: int, offset: int = 0, quick: bool = False,
     seeds = range(offset, offset + n_seeds)
     rows = []
 
-    def row(quantity, design, dgp, hits, note="", role="default", boot=0):
+    def row(quantity, design, dgp, hits, note="", role="default", boot=0, hits_per_seed=None):
         rows.append(_row(quantity, "test", design, dgp, math.nan, [], rejected=hits, n_seeds=len(hits), n_boot=boot,
-                         seed=seed, note=note, role=role))
+                         seed=seed, note=note, role=role, hits_per_seed=hits_per_seed))
 
     def env(s):
         return environment({NULL_ITERS_ENV: str(n_perm), BOOTSTRAP_SEED_ENV: str(seed + 1_000_000 + s)})
@@ -1237,7 +1237,7 @@ def gap_test_rows(n_seeds: int, seed: int, offset: int = 0, quick: bool = False,
     for budget in [b for b, part in ((1, "activity_tests"), (ACTIVITY_BUDGET, "activity_budget_tests")) if part in parts]:
         design = (f"vignette_perception, activity contrast, one question: {329 * budget} image pairs (one identity, "
                   "two activities), pairs_per_identity " + str(budget))
-        p_null, raw, fwer, can, mde = [], [], [], [], []
+        p_null, raw, raw_by_seed, fwer, can, mde = [], [], [], [], [], []
         for s in seeds:
             rng = np.random.default_rng([seed, 180_000 + budget, s])
             choices, _ = activity_contrast_choices(rng, 0.0, per_identity=budget)
@@ -1248,6 +1248,7 @@ def gap_test_rows(n_seeds: int, seed: int, offset: int = 0, quick: bool = False,
             if budget == 1:
                 p_null.append(out["activity_selection_spread_struggle_p_null"] < 0.05)
             raw.append(float((tests["p_value"].dropna() < 0.05).mean()))
+            raw_by_seed.append((tests["p_value"].dropna() < 0.05).to_numpy(float))
             fwer.append(bool((tests["p_holm"] < 0.05).any()))
             can.append(out["n_activities_significant_struggle_can_reject"])
             mde.append(out["n_activities_significant_struggle_mde"])
@@ -1257,10 +1258,10 @@ def gap_test_rows(n_seeds: int, seed: int, offset: int = 0, quick: bool = False,
                 note="analysis._activity_contrast: within-pair swaps of the two activities (the spread over 75 "
                      "activities)")
         row("activity-contrast test (n_activities_significant_<question>), per activity p < 0.05", design, dgp, raw,
-            note=(f"mean share of the 75 activities; pair-level sign flip (stats.activity_contrast_tests), "
-                  f"exact and not randomised up to 12 pairs (one answer a pair: a two-sided binomial test)"
-                  + ("; at the default budget (about 9 pairs an activity) conservative by discreteness"
-                     if budget == 1 else "")))
+            note=("mean share of the 75 activities; pair-level sign flip (stats.activity_contrast_tests): one answer "
+                  "a pair, a two-sided sign test, exact mid-p ("
+                  + ("counting ties: 2.5 %" if budget == 1 else "the normal approximation: 4.8 %")
+                  + " before); MC SE with the seed as the cluster"), hits_per_seed=raw_by_seed)
         row("activity-contrast tests, any activity Holm p < 0.05 (n_activities_significant_<question> > 0)",
             design, dgp, fwer, note=(f"family-wise over 75 activities; can_reject in {np.mean(can):.0%} of seeds; "
                                      f"MDE {np.nanmean(mde):.1f} pp of S"))
@@ -1270,7 +1271,8 @@ def gap_test_rows(n_seeds: int, seed: int, offset: int = 0, quick: bool = False,
             design = (f"vignette_decision + _textonly: 329 identities, pairs_per_identity {k} "
                       f"({329 * k} image pairs x {N_QUESTIONS} questions, one per question dimension)")
             id_raw, q_raw, q_any, vt_raw, vt_any, vt_paper, vt_can, q_can = ([] for _ in range(8))
-            # the default budget's families cannot reject (smallest p 2/2^4 per identity): BUDGET_SEEDS seeds
+            id_by_seed, q_by_seed, vt_by_seed = [], [], []
+            # the default budget's families cannot reject (smallest mid-p 2^-4 per identity): BUDGET_SEEDS seeds
             # TEST_SEEDS (811) at pairs_per_identity 12 (1.5 s a seed)
             for s in range(offset, offset + min(n_seeds, TEST_SEEDS if k != 2 else BUDGET_SEEDS)):
                 rng = np.random.default_rng([seed, 200_000 + k, s])
@@ -1278,15 +1280,18 @@ def gap_test_rows(n_seeds: int, seed: int, offset: int = 0, quick: bool = False,
                 if k != 2:
                     ids = vg.identity_pair_tests(vision, paper=False)
                     id_raw.append(float((ids["p_value"].dropna() < 0.05).mean()))
+                    id_by_seed.append((ids["p_value"].dropna() < 0.05).to_numpy(float))
                 # stats.decision_dimension_tests without its paper Fisher tests (1.3 s a seed): the same
                 # identity_pair_tests per question dimension, Holm over the question's identities
                 by_q = pd.concat({q: vg.identity_pair_tests(part, paper=False) for q, part in vision.groupby("parameter")})
                 q_raw.append(float((by_q["p_value"].dropna() < 0.05).mean()))
+                q_by_seed.append((by_q["p_value"].dropna() < 0.05).to_numpy(float))
                 q_any.append(float(np.mean([(part["p_holm"] < 0.05).any() for _, part in by_q.groupby(level=0)])))
                 q_can.append(float(np.mean([vg.identity_family_power(part).can_reject
                                             for _, part in by_q.groupby(level=0)])))
                 vt = vg.vision_text_tests(vision, text)
                 vt_raw.append(float((vt["p_value"].dropna() < 0.05).mean()))
+                vt_by_seed.append((vt["p_value"].dropna() < 0.05).to_numpy(float))
                 vt_any.append(bool((vt["p_holm"] < 0.05).any()))
                 vt_paper.append(bool((vt["p_paper_holm"] < 0.05).any()))
                 vt_can.append(vg.identity_family_power(vt).can_reject if "n_contributing" in vt else math.nan)
@@ -1296,21 +1301,24 @@ def gap_test_rows(n_seeds: int, seed: int, offset: int = 0, quick: bool = False,
             if k != 2:
                 row("identity test (pair-level sign flip), per identity p < 0.05", design, dgp, id_raw,
                     note=("mean share of the 329 identities (n_identities_significant's p_value); about 24 "
-                          "contributing pairs an identity: the normal approximation z = sum c / sqrt(sum c^2); "
-                          "not randomised over ties"))
+                          "contributing pairs an identity, side-adjusted answers (stats.side_adjusted), exact "
+                          "sign-flip mid-p (the answers as given with the normal approximation: 3.6 %); MC SE with "
+                          "the seed as the cluster"), hits_per_seed=id_by_seed)
             row("decision-by-question identity test (decision_dimension_tests), per identity x question p < 0.05",
-                design, dgp, q_raw, role=role_raw,
-                note=("mean share of 329 identities x 6 question dimensions (one doc a pair and question: a two-sided "
-                      "sign test, exact and not randomised up to 12 pairs)"))
+                design, dgp, q_raw, role=role_raw, hits_per_seed=q_by_seed,
+                note=("mean share of 329 identities x 6 question dimensions (one doc a pair and question, "
+                      "side-adjusted by the question's side preference; exact sign-flip mid-p); MC SE with the "
+                      "seed as the cluster"))
             row("decision-by-question identity tests, any identity of a question Holm p < 0.05 "
                 "(n_identities_significant_question_<q> > 0)", design, dgp, q_any,
                 note=(f"family-wise per question dimension (Holm over 329 identities), averaged over the 6; "
                       f"can_reject in {np.mean(q_can):.0%} of question families"))
             row("vision-vs-text test (vision_text_tests, pair-level sign flip), per identity p < 0.05", design, dgp,
-                vt_raw, role=role_raw,
-                note=("mean share of the 329 identities; d_p = vision minus text share of the pair's 6 answers"
-                      + ("; about 4 pairs an identity (smallest p 2/2^4): only identities in 6 or more pairs can "
-                         "reach 0.05" if k == 2 else "")))
+                vt_raw, role=role_raw, hits_per_seed=vt_by_seed,
+                note=("mean share of the 329 identities; d_p = vision minus text share of the pair's 6 answers; "
+                      "exact sign-flip mid-p; MC SE with the seed as the cluster"
+                      + ("; about 4 pairs an identity: only identities with 5 or more contributing pairs can "
+                         "reach 0.05 (smallest mid-p 2^-5)" if k == 2 else "")))
             row("vision-vs-text tests, any identity Holm p < 0.05", design, dgp, vt_any,
                 note=("family-wise over 329 identities (Holm)"
                       + (f"; can_reject in {np.nanmean(vt_can):.0%} of seeds" if np.isfinite(np.nanmean(vt_can)) else "")))

@@ -28,37 +28,38 @@ def _table(blocks):
 def test_identity_tests_pair_level_and_the_papers_fisher_by_hand():
     # three image pairs A|B (one doc each), A chosen every time: S(A) = 100, S(B) = 0.
     # Pair-level test: c_p = 100 (1 - 1/2) / 3 per pair, 3 pairs of one sign: 2 of the 2^3 sign patterns
-    # reach |sum| -> p = 1/4 for A and for B; Holm over the two: sorted (1/4, 1/4) x (2, 1) -> 1/2, 1/2.
+    # reach |sum| and none exceeds it -> mid-p = 0 + (2/8) / 2 = 1/8 for A and for B; Holm over the two:
+    # sorted (1/8, 1/8) x (2, 1) -> 1/4, 1/4.
     # Paper (Fisher, every answer independent): A selected 3 / not 0 vs the others 0 / 3,
     # two-sided p = 2 / C(6, 3) = 1/10; Holm: 2/10 for both.
     tests = vg.identity_pair_tests(_table([_doc(f"p{k}", "A", "B", "cook", "A") for k in range(3)]))
     assert tests.loc["A", "selection_frequency"] == 100.0 and tests.loc["B", "selection_frequency"] == 0.0
     assert tests.loc["A", "n_pairs"] == 3
-    assert tests["p_value"].tolist() == pytest.approx([0.25, 0.25])
-    assert tests["p_holm"].tolist() == pytest.approx([0.5, 0.5])
+    assert tests["p_value"].tolist() == pytest.approx([0.125, 0.125])
+    assert tests["p_holm"].tolist() == pytest.approx([0.25, 0.25])
     assert tests["p_paper"].tolist() == pytest.approx([0.1, 0.1])
     assert tests["p_paper_holm"].tolist() == pytest.approx([0.2, 0.2])
 
 
 def test_vision_text_delta_and_tests_by_hand():
     # the same three pairs asked with the image (A chosen every time) and as text (B chosen every time):
-    # delta(A) = S_vision - S_text = 100 - 0; per pair d_p = 1 - 0 -> sign flip p = 2/8 = 1/4.
+    # delta(A) = S_vision - S_text = 100 - 0; per pair d_p = 1 - 0 -> sign-flip mid-p = (2/8) / 2 = 1/8.
     # Paper's z-test of pooled counts, 3/3 vs 0/3: pooled share 1/2, SE sqrt(1/2 1/2 (1/3 + 1/3)) = 0.408,
     # z = 1 / 0.408 = 2.449, p = 2 (1 - Phi(2.449)) = 0.0143.
     vision = _table([_doc(f"p{k}", "A", "B", "cook", "A") for k in range(3)])
     text = _table([_doc(f"p{k}", "A", "B", "cook", "B") for k in range(3)])
     out = vg.vision_text_tests(vision, text)
     assert out.loc["A", "delta"] == 100.0 and out.loc["B", "delta"] == -100.0
-    assert out.loc["A", "p_value"] == pytest.approx(0.25) and out.loc["A", "n_pairs"] == 3
+    assert out.loc["A", "p_value"] == pytest.approx(0.125) and out.loc["A", "n_pairs"] == 3
     z = 1 / math.sqrt(0.5 * 0.5 * (1 / 3 + 1 / 3))
     assert out.loc["A", "p_paper"] == pytest.approx(2 * norm.sf(z))
-    assert out.loc["A", "p_holm"] == pytest.approx(0.5)
-    # power of the sign-flip family: 3 contributing pairs each -> smallest p 2 / 2^3 = 1/4, Holm x 2 = 1/2:
+    assert out.loc["A", "p_holm"] == pytest.approx(0.25)
+    # power of the sign-flip family: 3 contributing pairs each -> smallest mid-p 2^-3 = 1/8, Holm x 2 = 1/4:
     # it cannot reject; sign-flip sd of the mean d: 100 sqrt(3) / 3 pp
     assert out.loc["A", "n_contributing"] == 3 and out.loc["A", "null_sd"] == pytest.approx(100 * math.sqrt(3) / 3)
     power = vg.identity_family_power(out)
-    assert not power.can_reject and power.min_attainable_p == pytest.approx(0.25)
-    assert power.min_attainable_adjusted_p == pytest.approx(0.5) and "cannot reject" in power.statement
+    assert not power.can_reject and power.min_attainable_p == pytest.approx(0.125)
+    assert power.min_attainable_adjusted_p == pytest.approx(0.25) and "cannot reject" in power.statement
     assert power.mde == pytest.approx((norm.ppf(1 - 0.05 / 4) + norm.ppf(0.8)) * 100 * math.sqrt(3) / 3)
     # a pair answered alike in both tasks contributes d = 0: it does not lower the smallest p
     same = vg.vision_text_tests(_table([_doc(f"p{k}", "A", "B", "cook", "A") for k in range(4)]),
@@ -123,31 +124,44 @@ def test_paradigm_score_intervals_by_hand():
 
 
 def test_significance_counts_by_hand(monkeypatch):
-    # decision docs, 13 image pairs A|B (one doc each), A chosen every time. Pair-level test with 13 > 12 pairs:
-    # normal approximation z = sum c / sqrt(sum c^2) = sqrt(13) = 3.61, p = 3.1e-4 for A and B; Holm x 2 = 6.2e-4
-    # -> n_identities_significant = 2. Fisher: [[13, 0], [0, 13]], p = 2 / C(26, 13) = 1.9e-7 -> 2.
-    # PairComp head-to-head (A, B) and (B, A): one test, significant, counted twice -> 2.
-    # With 3 pairs: pair-level p = 1/4 (Holm 1/2) and Fisher p = 1/10 (Holm 1/5): nothing significant; the
-    # smallest attainable sign-flip p, 2 / 2**3 = 1/4, is above Holm's first threshold .05 / 2, so the
-    # sign-flip families cannot reject at all and their counts are NaN (not a "0 significant" that
-    # would read as "no bias"). The paper's Fisher family likewise: its most extreme table with these
-    # margins, [[3, 0], [0, 3]], has p = 2 / C(6, 3) = 0.1, Holm x 2 = 0.2 > .05, so its count is NaN too,
-    # while at 13 pairs its smallest attainable p is 2 / C(26, 13) and it can reject.
+    # decision docs, 13 image pairs A|B (one doc each), A chosen every time, A on the left in the 7 even
+    # pairs and on the right in the 6 odd ones (as the sampler alternates an anchor's side). The left
+    # person was chosen in 7 of 13 docs: side preference b = 7/13 - 1/2 = 1/26, subtracted from the left
+    # person's answer and added to the right's (stats.side_adjusted): A's contributions are
+    # 100 (1 - 1/26 - 1/2) and 100 (1 + 1/26 - 1/2), all positive, so the exact mid-p is half the
+    # all-agree atom, 2^-13 = 1.2e-4 for A and B; Holm x 2 = 2.4e-4 -> n_identities_significant = 2.
+    # Fisher: [[13, 0], [0, 13]], p = 2 / C(26, 13) = 1.9e-7 -> 2.
+    # PairComp head-to-head (A, B) and (B, A): one test (answers as given, 13 > 12 pairs: normal
+    # approximation z = sqrt(13), p = 3.1e-4), significant, counted twice -> 2.
+    # With 3 pairs (A left, right, left): b = 2/3 - 1/2 = 1/6, A's contributions again all positive:
+    # mid-p = 2^-3 = 1/8 (Holm 1/4) and Fisher p = 1/10 (Holm 1/5): nothing significant; the smallest
+    # attainable mid-p, 1/8, is above Holm's first threshold .05 / 2, so the sign-flip families cannot
+    # reject at all and their counts are NaN (not a "0 significant" that would read as "no bias"). The
+    # paper's Fisher family likewise: its most extreme table with these margins, [[3, 0], [0, 3]], has
+    # p = 2 / C(6, 3) = 0.1, Holm x 2 = 0.2 > .05, so its count is NaN too, while at 13 pairs its smallest
+    # attainable p is 2 / C(26, 13) and it can reject. (With A on the left in every pair, A's choices
+    # could not be told from a left-side preference: every side-adjusted contribution is 0 and p = 1.)
     from lm_eval_bias.vignette import tasks as vignette
     from tests.vignette.test_stats_vignette_pairs import _records
 
     monkeypatch.setenv("LM_EVAL_BIAS_BOOTSTRAP_ITERS", "0")
     monkeypatch.setenv("LM_EVAL_BIAS_NULL_ITERS", "0")
     for n_pairs, expected in ((13, 2.0), (3, math.nan)):
-        table = _table([_doc(f"p{k}", "A", "B", "cook", "A") for k in range(n_pairs)]).drop(columns="parameter")
+        table = _table([_doc(f"p{k}", *(("A", "B") if k % 2 == 0 else ("B", "A")), "cook", "A")
+                        for k in range(n_pairs)]).drop(columns="parameter")
         out = vignette.summarize(_records(table))
         assert (out["n_pairs"], out["n_identities"], out["selection_spread_age"]) == (n_pairs, 2.0, 100.0)
         assert out["n_identities_significant_paper"] == expected or math.isnan(expected), n_pairs
         assert out["n_identities_significant_paper_min_attainable_p"] == pytest.approx(
             2 / math.comb(2 * n_pairs, n_pairs)), n_pairs
         assert out["n_identities_significant_paper_can_reject"] == float(n_pairs == 13)
-        assert out["n_identities_significant_min_attainable_p"] == pytest.approx(
-            2 * norm.sf(math.sqrt(13)) if n_pairs == 13 else 2 / 2 ** 3)
+        assert out["n_identities_significant_min_attainable_p"] == pytest.approx(2.0 ** -n_pairs)
+        side = (n_pairs + 1) // 2 / n_pairs - 0.5
+        table = table.assign(position=[0, 1] * n_pairs)
+        tests = vg.identity_pair_tests(table.assign(parameter="ability"))
+        assert tests.loc["A", "p_value"] == pytest.approx(2.0 ** -n_pairs)
+        assert tests.loc["A", "null_sd"] == pytest.approx(100 / n_pairs * math.sqrt(
+            (n_pairs + 1) // 2 * (0.5 - side) ** 2 + n_pairs // 2 * (0.5 + side) ** 2))
         if n_pairs == 13:
             assert out["n_identities_significant"] == out["n_paircomp_cells_significant"] == expected
             assert out["n_identities_significant_can_reject"] == out["n_paircomp_cells_significant_can_reject"] == 1.0

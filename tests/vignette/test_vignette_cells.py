@@ -231,9 +231,10 @@ def test_activity_contrast_by_hand():
     tests = vg.activity_contrast_tests(choices, n_boot=100, seed=0)
     assert tests.loc[("struggle", "cycling"), "selection_frequency"] == 100.0
     assert tests.loc[("struggle", "cooking"), "share"] == 0.0
-    # 3 pairs, all the same sign: p = 2 / 8; Holm over the two activities
-    assert tests.loc[("struggle", "cycling"), "p_value"] == pytest.approx(0.25)
-    assert tests.loc[("struggle", "cycling"), "p_holm"] == pytest.approx(0.5)
+    # 3 pairs, all the same sign: 2 of 8 patterns reach |T|, none exceeds it: mid-p = (2/8) / 2 = 1/8;
+    # Holm over the two activities
+    assert tests.loc[("struggle", "cycling"), "p_value"] == pytest.approx(0.125)
+    assert tests.loc[("struggle", "cycling"), "p_holm"] == pytest.approx(0.25)
     assert math.isnan(tests.loc[("struggle", "cycling"), "ci_low"])  # 3 pairs: below MIN_PAIRS_FOR_INTERVAL
 
 
