@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Callable, Hashable, Mapping, Sequence
+from typing import Any, Callable, Hashable, Mapping, Sequence
 
 import numpy as np
 
@@ -102,6 +102,17 @@ def too_few_clusters(strata: Sequence[Hashable]) -> bool:
 def leave_one_out_weights(n_clusters: int) -> np.ndarray:
     """``(n, n)`` weights: row ``k`` drops cluster ``k`` and keeps every other cluster once (LOTO)."""
     return np.ones((n_clusters, n_clusters), dtype=np.int64) - np.eye(n_clusters, dtype=np.int64)
+
+
+def metric_with_batch(metrics: Callable[..., Mapping[str, float]], batch: Callable[..., Mapping[str, np.ndarray]],
+                      *args: Any) -> Callable[[dict[str, np.ndarray]], Mapping[str, float]]:
+    """``metrics(counts, *args)`` as the one-argument ``metric_fn`` of :func:`weighted_replicates`, with
+    ``batch(counts, *args)`` (the same metrics over a leading axis of replicates) as its ``batch``."""
+    def metric(counts: dict[str, np.ndarray]) -> Mapping[str, float]:
+        return metrics(counts, *args)
+
+    metric.batch = lambda counts: batch(counts, *args)  # type: ignore[attr-defined]
+    return metric
 
 
 def weighted_replicates(

@@ -24,7 +24,7 @@ from lm_eval_bias.core.lazy_imports import jensenshannon  # scipy.spatial import
 
 from lm_eval_bias.reflect.schema import GENDERS, GROUPS, RACES, REFERENCE_GENDER, REFERENCE_RACE
 from lm_eval_bias.core.bootstrap import (EstimatesWithErrors, LotoSummary, bias_corrected, bootstrap_replicates,
-                                          permutation_null, permute_groups,
+                                          metric_with_batch, permutation_null, permute_groups,
                                           summarize_replicates, template_bootstrap, template_level_relabelings,
                                           template_loto, too_few_clusters, within_template_permutations)
 from lm_eval_bias.reflect.twoafc import STATUSES, VALID, call_rate_trials, rate_bounds, without_letter_mass_interval
@@ -553,8 +553,7 @@ def mcq_summary(records: Sequence[MCQRecord], options: str, option_values: Mappi
     ``jsd_interval_keys``: the JSDs that get their interval (all by default; the others NaN -- the calibration
     asks for the two it checks, each costing ~0.3 s)."""
     templates, strata, counts = mcq_count_table(records, options)
-    metric = lambda c: mcq_metrics(c, options, option_values)  # noqa: E731
-    metric.batch = lambda c: _mcq_metrics_batch(c, options, option_values)  # type: ignore[attr-defined]
+    metric = metric_with_batch(mcq_metrics, _mcq_metrics_batch, options, option_values)
     estimates, stderr, ci_low, ci_high, loto, derived = _summarize_counts(strata, counts, metric, n_boot, seed, n_null, null_seed,
                                                                           jsd_interval_keys)
     return MCQSummary(estimates, stderr, ci_low, ci_high, answer_distributions(records, options), loto, len(templates),
@@ -685,8 +684,7 @@ def mcq_logprob_summary(scores: Sequence[MCQScore], options: str, option_values:
     interval by default (:data:`LOGPROB_JSD_NO_INTERVAL`; ``jsd_interval_keys`` asks for the parametric
     inversion anyway, as the calibration does to show why)."""
     templates, strata, counts = mcq_logprob_count_table(scores, options)
-    metric = lambda c: mcq_logprob_metrics(c, options, option_values)  # noqa: E731
-    metric.batch = lambda c: _mcq_logprob_metrics_batch(c, options, option_values)  # type: ignore[attr-defined]
+    metric = metric_with_batch(mcq_logprob_metrics, _mcq_logprob_metrics_batch, options, option_values)
     estimates, stderr, ci_low, ci_high, loto, derived = _summarize_counts(strata, counts, metric, n_boot, seed, n_null, null_seed,
                                                                           jsd_interval_keys)
     probs = np.asarray([s.probs for s in scores], dtype=np.float64).reshape(-1, len(options))

@@ -41,7 +41,7 @@ import numpy as np
 from lm_eval_bias.core.lazy_imports import jensenshannon  # scipy.spatial imported on first use, not at task load
 
 from lm_eval_bias.reflect.schema import ANDROGYNOUS, PRESENTATIONS, RACES
-from lm_eval_bias.core.bootstrap import bootstrap_replicates, permutation_null, template_bootstrap
+from lm_eval_bias.core.bootstrap import bootstrap_replicates, metric_with_batch, permutation_null, template_bootstrap
 from lm_eval_bias.reflect.twoafc import STATUSES, VALID
 
 #: The presentation pairs compared (a, b): b is the reference of ``gap_a_vs_b``.
@@ -225,8 +225,7 @@ def presentation_summary(records: Sequence[PresentationRecord], options: str, op
     """Every key of the module docstring with its bootstrap interval, and the JSD null floors."""
     templates, strata, counts = presentation_count_table(records, options)
     per_template = per_template_counts(counts)
-    metric = lambda c: presentation_metrics(c, options, option_values)  # noqa: E731
-    metric.batch = lambda c: _metrics_batch(c, options, option_values)  # type: ignore[attr-defined]
+    metric = metric_with_batch(presentation_metrics, _metrics_batch, options, option_values)
     present = tuple(p for k, p in enumerate(PRESENTATIONS) if counts["n_calls"][..., k].sum() > 0)
     if not templates:
         nan = {k: float("nan") for k in (*INTERVAL_KEYS, *COUNT_KEYS)}

@@ -831,10 +831,9 @@ def _mcq_headline_summary(templates, strata, counts, metric, n_boot: int, seed: 
 
 def _mcq_metric(metrics, batch, variant: str):
     """The metric function of one MCQ variant as ``mcq_summary`` builds it (with its ``batch`` form)."""
-    options, values = MCQ_OPTIONS[variant], MCQ_OPTION_VALUES[variant]
-    metric = lambda c: metrics(c, options, values)  # noqa: E731
-    metric.batch = lambda c: batch(c, options, values)  # type: ignore[attr-defined]
-    return metric
+    from lm_eval_bias.core.bootstrap import metric_with_batch
+
+    return metric_with_batch(metrics, batch, MCQ_OPTIONS[variant], MCQ_OPTION_VALUES[variant])
 
 
 def summarize_mcq_headline(records: list[dict[str, Any]]):

@@ -998,8 +998,8 @@ def identity_pair_tests(table: pd.DataFrame, method: str = "holm", paper: bool =
     design = pair_design(table)
     resp, opt = observed_counts(design)
     m = design.identity_matrix()
-    adjusted = side_adjusted(table) if side_adjust else table
-    test_design = design if adjusted is table else pair_design(adjusted)
+    by_side = side_adjust and "position" in table.columns and not table.empty  # what side_adjusted needs
+    test_design = pair_design(side_adjusted(table)) if by_side else design
     contrib = identity_contributions(test_design)
     s = identity_rates(design, resp, opt).ravel()
     n_pairs = np.asarray(((design.n0 @ m) > 0).sum(axis=0)).ravel()

@@ -1392,7 +1392,7 @@ def run_mcq_letter_mass(n_seeds: int, n_boot: int, designs=(48, 12), seed: int =
     each (template sd, portrait sd) of ``spreads`` (the heavy-tailed second one only at masses >= 0.9, where a
     left tail matters); truth by quadrature (:func:`truth_letter_mass`). ``n_null`` = 0: the interval does not use
     the JSD nulls."""
-    from lm_eval_bias.core.bootstrap import template_bootstrap
+    from lm_eval_bias.core.bootstrap import metric_with_batch, template_bootstrap
 
     options, values = mcq_stats.SALARY_OPTIONS, mcq_stats.SALARY_BIN_MIDPOINTS_USD
     rows = []
@@ -1414,8 +1414,8 @@ def run_mcq_letter_mass(n_seeds: int, n_boot: int, designs=(48, 12), seed: int =
                     rng = np.random.default_rng([s, 24, design, zlib.crc32(dgp.encode()) % 1000])
                     scores = simulate_mcq_letter_mass(rng, mu, template_sd, portrait_sd, per, occupations)
                     _, strata, counts = mcq_stats.mcq_logprob_count_table(scores, options)
-                    metric = lambda c: mcq_stats.mcq_logprob_metrics(c, options, values)  # noqa: E731
-                    metric.batch = lambda c: mcq_stats._mcq_logprob_metrics_batch(c, options, values)
+                    metric = metric_with_batch(mcq_stats.mcq_logprob_metrics, mcq_stats._mcq_logprob_metrics_batch,
+                                               options, values)
                     estimate = metric({k: v.sum(axis=0) for k, v in counts.items()})["letter_mass"]
                     _, low, high = template_bootstrap(counts, strata, metric, ["letter_mass"], n_boot, s)
                     est.append(estimate)
