@@ -25,9 +25,12 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field, fields
 import functools
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 from lm_eval_bias.reflect.schema import GROUPS, RACES
 from lm_eval_bias.core.bootstrap import (EstimatesWithErrors, LotoSummary, bias_corrected, bootstrap_replicates,

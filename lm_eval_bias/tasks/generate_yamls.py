@@ -9,7 +9,6 @@ changing a metric, prompt hook or generation setting.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 from lm_eval_bias.cf_vqa import tasks as cf_vqa
 from lm_eval_bias.fact_or_fair import tasks as fact_or_fair

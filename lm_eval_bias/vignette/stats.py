@@ -896,7 +896,6 @@ def identity_heterogeneity_tests(table: pd.DataFrame, n_perm: int, seed: int, al
     test detects with 80 % power at Holm's first step (alpha / dimensions), from Q ~ noncentral
     chi-square(m, lambda) with lambda = m * (rms / typical null_sd)^2 (normal approximation; the
     typical null_sd is the dimension's median). NaN p-values when ``n_perm`` is 0."""
-    from lm_eval_bias.core.multiplicity import adjust
 
     columns = ["n_identities", "n_pairs", "statistic", "p_value", "p_holm", "mde_rms_pp"]
     t = _need(table, ("pair_id", "dimension"))
