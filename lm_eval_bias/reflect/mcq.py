@@ -289,15 +289,30 @@ def jsd_design_effect(per_template_answers: np.ndarray, group_mask: Sequence[boo
     return trace / rank, float(min(max(nu, n), n * rank))
 
 
-def cell_shares_towards_pooled(cell_counts: np.ndarray) -> np.ndarray:
+def cell_shares_towards_pooled(cell_counts: np.ndarray, sides: Sequence[bool] | None = None) -> np.ndarray:
     """Each cell's answer shares (rows of ``cell_counts``, G x K) with K / 2 pseudo-answers spread as the pooled
     add-1/2 shares ((c_k + K/2 * s_k) / (n + K/2)): every option keeps some mass, as :func:`_smoothed`, but a
-    cell of few answers is pulled towards everyone's distribution rather than towards the uniform one, so the
-    cells keep the differences that set the variance of a fixed composition of them."""
+    cell of few answers is pulled towards a pooled distribution rather than towards the uniform one, so the
+    cells keep the differences that set the variance of a fixed composition of them.
+
+    ``sides`` (G booleans: the group's cells and the rest's): each cell is pulled towards its own side's pooled
+    shares rather than everyone's, which :func:`jsd_inversion_interval` uses. Pulled towards everyone's, a
+    near-deterministic cell of a strongly biased group (the White man's cell answering the top salary bin with
+    probability 0.999 at the calibration's strongest model, ~12 answers at 12 templates) took its 3
+    pseudo-answers from the other groups' answers: its simulated answers spread far more than its real ones
+    (binomial variance ~0.07 per answer instead of ~0.001), the simulated plug-in JSD was biased upwards more
+    than the real one, and the interval's upper end fell too low (``jsd_white`` covered 88-92 %, 41 of 44
+    misses above the interval; docs/reflect.md "Calibration"). Towards its own side the pull keeps the side's
+    mixture and adds no spread the side does not show."""
     cell_counts = np.asarray(cell_counts, dtype=np.float64)
     pseudo = 0.5 * cell_counts.shape[1]
-    pooled = _smoothed(cell_counts.sum(axis=0))
-    return (cell_counts + pseudo * pooled[None]) / (cell_counts.sum(axis=1, keepdims=True) + pseudo)
+    if sides is None:
+        pooled = np.broadcast_to(_smoothed(cell_counts.sum(axis=0)), cell_counts.shape)
+    else:
+        sides = np.asarray(sides, dtype=bool)
+        pooled = np.where(sides[:, None], _smoothed(cell_counts[sides].sum(axis=0))[None],
+                          _smoothed(cell_counts[~sides].sum(axis=0))[None])
+    return (cell_counts + pseudo * pooled) / (cell_counts.sum(axis=1, keepdims=True) + pseudo)
 
 
 def jsd_inversion_interval(per_template_answers: np.ndarray, group_mask: Sequence[bool], strata: Sequence[str],
@@ -311,7 +326,8 @@ def jsd_inversion_interval(per_template_answers: np.ndarray, group_mask: Sequenc
     photos: two) is a fixed composition of cells, whose pooled shares vary less than multinomial draws from the
     pooled distribution wherever the cells differ (as a Poisson-binomial; 0.2 times on the modal bin of the
     calibration's men at a JSD of 0.10, 0.8-0.95 times elsewhere). So every cell c's n_c valid answers are
-    simulated as multinomial draws from its own shares (:func:`cell_shares_towards_pooled`), with the
+    simulated as multinomial draws from its own shares (:func:`cell_shares_towards_pooled`, each cell pulled
+    towards its own side's pooled shares), with the
     effective sizes n_c / delta, delta the Rao-Scott mean design effect of the difference d = p_g - p_rest
     against that stratified multinomial covariance (:func:`jsd_design_effect` with ``cell_shares``: the
     between-template excess of portrait and template effects, and the smaller variance of occupation strata).
@@ -358,7 +374,7 @@ def jsd_inversion_interval(per_template_answers: np.ndarray, group_mask: Sequenc
     share = n_group / (n_group + n_rest)
     p_group, p_rest = group_counts / n_group, rest_counts / n_rest
     stat = float(_jsd_rows(p_group[None], (share * p_group + (1 - share) * p_rest)[None])[0])
-    cell_s = cell_shares_towards_pooled(cells)
+    cell_s = cell_shares_towards_pooled(cells, sides=mask)
     weights = cell_n / np.where(mask, n_group, n_rest)
     group_cells, rest_cells = np.flatnonzero(mask), np.flatnonzero(~mask)
     rest_mix = weights[rest_cells] @ cell_s[rest_cells]

@@ -238,6 +238,24 @@ def test_cell_shares_towards_pooled_by_hand():
     assert shares[1] == pytest.approx(pooled) and shares.sum(axis=1) == pytest.approx(np.ones(3))
 
 
+def test_cell_shares_are_pulled_towards_their_own_side():
+    # With sides, each cell's K / 2 pseudo-answers are spread as its own side's pooled add-1/2 shares
+    counts = np.array([[12.0, 0.0, 0.0], [10.0, 2.0, 0.0], [1.0, 5.0, 6.0], [2.0, 6.0, 4.0]])
+    sides = np.array([True, True, False, False])
+    group = (counts[sides].sum(axis=0) + 0.5) / (counts[sides].sum() + 1.5)
+    rest = (counts[~sides].sum(axis=0) + 0.5) / (counts[~sides].sum() + 1.5)
+    expected = np.vstack([(counts[:2] + 1.5 * group) / (counts[:2].sum(axis=1, keepdims=True) + 1.5),
+                          (counts[2:] + 1.5 * rest) / (counts[2:].sum(axis=1, keepdims=True) + 1.5)])
+    shares = mcq.cell_shares_towards_pooled(counts, sides=sides)
+    assert shares == pytest.approx(expected) and shares.sum(axis=1) == pytest.approx(np.ones(4))
+    # the near-deterministic cell of a side that answers the first option keeps (almost) its point mass; pulled
+    # towards everyone's answers it took 5 % of its mass from the other side (the jsd_white failure: 3 of 15)
+    assert shares[0, 0] > 0.98 and mcq.cell_shares_towards_pooled(counts)[0, 0] < 0.95
+    # an all-True mask is the side-free pull
+    assert mcq.cell_shares_towards_pooled(counts, sides=np.ones(4, bool)) == pytest.approx(
+        mcq.cell_shares_towards_pooled(counts))
+
+
 def _heterogeneous_men(rng, n_templates=48):
     """Answers of a design whose men are five cells of fixed size that differ widely: four almost always answer
     the last option, one (and every woman) spreads over all six (the calibration's men at a JSD of 0.10);
@@ -272,9 +290,9 @@ def test_jsd_interval_width_follows_the_real_spread_of_a_fixed_composition():
     # Over 60 runs of the heterogeneous men: the interval's half-width / 1.96 against the plug-in's real SD
     # across the runs. Drawing the men as one multinomial of the pooled distribution (with the mean design
     # effect against it, the method until 30 Nov) gave 1.66 here (and covered this model's JSD in 300 of 300
-    # runs); drawing the cells gives 1.27 (97.7 % over 300 runs, 30 Nov): still a little wide, because the
-    # log-linear path's configurations below the estimate make the near-deterministic cells less so, and
-    # their spread larger. On the calibration's model at a JSD of 0.10 (its cells less deterministic) it
+    # runs); drawing the cells gives 1.27 (97.7 % over 300 runs, 30 Nov), and 1.22 since each cell is pulled
+    # towards its own side's answers (1 Dec): still a little wide, because the log-linear path's configurations
+    # below the estimate make the near-deterministic cells less so, and their spread larger. On the calibration's model at a JSD of 0.10 (its cells less deterministic) it
     # covers 94.7 % (300 runs of an independent stream).
     rng = np.random.default_rng(8)
     strata = [o for o in "abcdef" for _ in range(8)]
