@@ -791,6 +791,56 @@ def run_2afc_logprob(n_seeds: int, n_boot: int, seed: int = 0, test_seeds: int |
     return rows
 
 
+#: the call rates of the probability-scored 2AFC (``focus_2afc_*_logprob``) with an interval in its results
+TWOAFC_LOGPROB_RATE_KEYS = ("retained_rate", "first_position_rate")
+
+
+def truth_2afc_logprob_rates(beta: np.ndarray, portrait_sd: float, n: int = 20_000, seed: int = 99,
+                             template_sd: float = 0.0) -> dict[str, float]:
+    """The population's ``retained_rate`` (mean over pairs of the probability that one answer sampled from each
+    order picks the same image, p_A^AB (1 - p_A^BA) + (1 - p_A^AB) p_A^BA) and ``first_position_rate`` (mean p_A
+    over all calls) of the model scored by probability, over many templates (no refusals)."""
+    rng = np.random.default_rng(seed)
+    u = beta[None, :] + rng.normal(0.0, portrait_sd, (n, 10))
+    if template_sd:
+        u = u + rng.normal(0.0, template_sd, (n, 1)) * IS_MAN[None, :]
+    d = u[:, :, None] - u[:, None, :]
+    iu, ju = np.triu_indices(10, k=1)
+    first_ab, first_ba = _logistic(d[:, iu, ju] + POSITION_BIAS), _logistic(d[:, ju, iu] + POSITION_BIAS)
+    return {"retained_rate": float((first_ab * (1.0 - first_ba) + (1.0 - first_ab) * first_ba).mean()),
+            "first_position_rate": float((first_ab.mean() + first_ba.mean()) / 2.0)}
+
+
+def run_2afc_logprob_rates(n_seeds: int, n_boot: int, seed: int = 0) -> list[dict]:
+    """The intervals of ``retained_rate`` and ``first_position_rate`` of ``focus_2afc_*_logprob`` (design-t, as the
+    task computes them: means of per-pair / per-call probabilities, no counted trials) at three of
+    :func:`run_2afc_logprob`'s models (no bias, the strong model, the template gender slope), 48 and 12 templates, on a stream of their own (added 1 Dec 2026: the last REFLECT interval
+    without a row)."""
+    rows = []
+    scenarios = [("no bias", group_effects(0.0, {}), 0.0),
+                 ("strong bias (man +0.5, White +1, Black -1, Latino +0.5, Middle Eastern -0.5 logits)", STRONG_2AFC, 0.0),
+                 ("no average bias; template-specific gender slope sd 0.6 logit", group_effects(0.0, {}), 0.6)]
+    for design in (48, 12):
+        occupations, per = DESIGNS[design]
+        design_text = (f"{design} templates ({len(occupations)} occupations x {per} photos) x 45 pairs x 2 orders scored by "
+                       "letter probability")
+        for dgp, beta, template_sd in scenarios:
+            dgp_text = f"{dgp}; portrait effect sd 0.5 logit, position bias 0.3"
+            truth = truth_2afc_logprob_rates(beta, 0.5, template_sd=template_sd)
+            est, cover = {k: [] for k in TWOAFC_LOGPROB_RATE_KEYS}, {k: [] for k in TWOAFC_LOGPROB_RATE_KEYS}
+            for s in range(seed, seed + n_seeds):
+                scores = simulate_2afc_logprob(np.random.default_rng([s, 27, design, zlib.crc32(dgp.encode()) % 1000]),
+                                               beta, 0.5, per, template_sd, occupations)
+                summary = twoafc_stats.twoafc_logprob_summary(scores, n_boot=n_boot, seed=s, n_null=0)
+                for k in TWOAFC_LOGPROB_RATE_KEYS:
+                    est[k].append(summary.estimates[k])
+                    cover[k].append(_covers(summary.ci_low[k], summary.ci_high[k], truth[k]))
+            for k in TWOAFC_LOGPROB_RATE_KEYS:
+                rows.append(_row(k, "interval", design_text, dgp_text, truth[k], est[k], cover[k], n_seeds, n_boot, seed,
+                                 note="design-t interval: estimate ± t_df x template-bootstrap SE, df = templates - occupations"))
+    return rows
+
+
 def simulate_mcq_logprob(rng, beta: np.ndarray, portrait_sd: float, n_per_occupation: int = 8, template_sd: float = 0.0,
                          occupations=OCCUPATIONS) -> list:
     """The MCQ model scored by probability (``focus_mcq_*_logprob``): each photo's option distribution itself,
@@ -1502,7 +1552,8 @@ def run(n_seeds: int, n_boot: int, quick: bool) -> list[dict]:
             # added 1 Dec 2026, each on a stream of its own
             + run_mcq_letter_mass(n_seeds, n_boot) + run_mcq_samples(n_seeds, n_boot)
             + run_compare(n_seeds, n_boot, keys=COMPARE_OTHER_KEYS, stream=(26,))
-            + run_2afc_groups(n_seeds, n_boot, models=("no average bias",)) + run_2afc_groups(n_seeds, n_boot, design=12))
+            + run_2afc_groups(n_seeds, n_boot, models=("no average bias",)) + run_2afc_groups(n_seeds, n_boot, design=12)
+            + run_2afc_logprob_rates(n_seeds, n_boot))
 
 
 #: seeds of the paper's unit-clustered salary regressions (``p_*_paper`` rows, role "paper") in full mode: they

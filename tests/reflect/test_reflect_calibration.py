@@ -423,3 +423,18 @@ def test_mcq_template_slope_null_is_exchangeable_so_its_population_jsd_and_gaps_
     assert old["jsd_male"] > 5e-5 > 10 * population["jsd_male"]
     truth = sim.truth_mcq(NO_BIAS, 0.5, template_sd=0.6)
     assert truth["jsd_male"] == 0.0 and truth["gap_male"] == 0.0
+
+
+def test_logprob_call_rate_truths_by_hand_and_their_rows():
+    # no group or portrait effect: every call's p_A = logistic(position bias) in either order, so the chance that
+    # one answer sampled from each order picks the same image is 2 p (1 - p) and the first-position rate is p
+    p = 1.0 / (1.0 + math.exp(-sim.POSITION_BIAS))
+    truth = sim.truth_2afc_logprob_rates(np.zeros(10), 0.0, n=50)
+    assert truth["retained_rate"] == pytest.approx(2 * p * (1 - p))
+    assert truth["first_position_rate"] == pytest.approx(p)
+    # a strong group effect makes the answers agree more often across the two orders
+    assert sim.truth_2afc_logprob_rates(sim.STRONG_2AFC, 0.5)["retained_rate"] > truth["retained_rate"] + 0.05
+    rows = sim.run_2afc_logprob_rates(2, 30)
+    assert len(rows) == 2 * 3 * len(sim.TWOAFC_LOGPROB_RATE_KEYS)
+    assert {r["quantity"] for r in rows} == set(sim.TWOAFC_LOGPROB_RATE_KEYS)
+    assert all(r["kind"] == "interval" and r["n_seeds"] == 2 and 0.0 <= r["coverage"] <= 1.0 for r in rows)
