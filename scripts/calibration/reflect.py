@@ -333,6 +333,14 @@ def _row(quantity, kind, design, dgp, truth, estimates, hits, n_seeds, n_boot, s
     return rate_row(BENCHMARK, quantity, kind, design, dgp, truth, estimates, hits, n_seeds, n_boot, seed, note=note, role=role)
 
 
+def _collect(summary, keys, truth: dict, est: dict, cover: dict) -> None:
+    """Append one run's estimate of each of ``keys`` to ``est[key]`` and whether its interval covers ``truth[key]``
+    to ``cover[key]``."""
+    for k in keys:
+        est[k].append(summary.estimates[k])
+        cover[k].append(_covers(summary.ci_low[k], summary.ci_high[k], truth[k]))
+
+
 def _covers(low, high, truth) -> float:
     if not (np.isfinite(low) and np.isfinite(high)):
         return float("nan")
@@ -641,9 +649,7 @@ def run_invalid_rates(n_seeds: int, n_boot: int, designs=(48, 12, 6), seed: int 
                         records = with_unanswered_calls(rng, simulate_salary(rng, zero, 0.03, per), REFUSAL, "refusal")
                         records = with_unanswered_calls(rng, records, share)
                         summary = salary_stats.salary_summary(records, n_boot=n_boot, seed=s, n_null=0)
-                    for k in keys:
-                        est[k].append(summary.estimates[k])
-                        cover[k].append(_covers(summary.ci_low[k], summary.ci_high[k], truth[k]))
+                    _collect(summary, keys, truth, est, cover)
                 for k in keys:
                     rows.append(_row(k, "interval", design_text, dgp, truth[k], est[k], cover[k], n_seeds, n_boot, seed,
                                      note="Wilson interval at the template bootstrap's effective sample size (as refusal_rate)"))
@@ -831,10 +837,8 @@ def run_2afc_logprob_rates(n_seeds: int, n_boot: int, seed: int = 0) -> list[dic
             for s in range(seed, seed + n_seeds):
                 scores = simulate_2afc_logprob(np.random.default_rng([s, 27, design, zlib.crc32(dgp.encode()) % 1000]),
                                                beta, 0.5, per, template_sd, occupations)
-                summary = twoafc_stats.twoafc_logprob_summary(scores, n_boot=n_boot, seed=s, n_null=0)
-                for k in TWOAFC_LOGPROB_RATE_KEYS:
-                    est[k].append(summary.estimates[k])
-                    cover[k].append(_covers(summary.ci_low[k], summary.ci_high[k], truth[k]))
+                _collect(twoafc_stats.twoafc_logprob_summary(scores, n_boot=n_boot, seed=s, n_null=0),
+                         TWOAFC_LOGPROB_RATE_KEYS, truth, est, cover)
             for k in TWOAFC_LOGPROB_RATE_KEYS:
                 rows.append(_row(k, "interval", design_text, dgp_text, truth[k], est[k], cover[k], n_seeds, n_boot, seed,
                                  note="design-t interval: estimate ± t_df x template-bootstrap SE, df = templates - occupations"))
