@@ -165,7 +165,7 @@ def _spreads(out: dict[str, float], table, prefix: str, side_adjust: bool = True
     from lm_eval_bias.vignette import stats
 
     design = stats.pair_design(table)
-    adjusted = (stats.pair_design(stats.side_adjusted(table)) if side_adjust and "position" in table.columns
+    adjusted = (stats.pair_design(stats.side_adjusted(table)) if side_adjust and stats.has_sides(table)
                 else None)
     _resampled(out, design, lambda r, o: stats.spread_by_stratum(design, stats.identity_rates(design, r, o)),
                {d: f"{prefix}{d}" for d in DIMENSIONS}, null_design=adjusted)

@@ -719,6 +719,11 @@ def identity_contributions(design: PairDesign) -> sparse.csc_matrix:
     return contrib
 
 
+def has_sides(table: pd.DataFrame) -> bool:
+    """Whether :func:`side_adjusted` can adjust ``table``: it has rows and a ``position`` column."""
+    return "position" in table.columns and not table.empty
+
+
 def side_adjusted(table: pd.DataFrame) -> pd.DataFrame:
     """``table`` with the overall side preference removed from ``selected``: b_hat = mean(selected of
     the left options) - 1/2, subtracted from the left person's and added to the right person's value
@@ -728,7 +733,7 @@ def side_adjusted(table: pd.DataFrame) -> pd.DataFrame:
     (``p_null`` of the spreads rejected 0.4 % instead of 5 % at the decision design). Needs a
     ``position`` column (0 left, 1 right; :func:`lm_eval_bias.vignette.analysis.option_table`);
     returned unchanged without one."""
-    if "position" not in table.columns or table.empty:
+    if not has_sides(table):
         return table
     left = table["position"].to_numpy() == 0
     side = float(table["selected"].to_numpy(float)[left].mean() - 0.5) if left.any() else 0.0
@@ -896,7 +901,6 @@ def identity_heterogeneity_tests(table: pd.DataFrame, n_perm: int, seed: int, al
     test detects with 80 % power at Holm's first step (alpha / dimensions), from Q ~ noncentral
     chi-square(m, lambda) with lambda = m * (rms / typical null_sd)^2 (normal approximation; the
     typical null_sd is the dimension's median). NaN p-values when ``n_perm`` is 0."""
-
     columns = ["n_identities", "n_pairs", "statistic", "p_value", "p_holm", "mde_rms_pp"]
     t = _need(table, ("pair_id", "dimension"))
     if t.empty:
@@ -997,8 +1001,7 @@ def identity_pair_tests(table: pd.DataFrame, method: str = "holm", paper: bool =
     design = pair_design(table)
     resp, opt = observed_counts(design)
     m = design.identity_matrix()
-    by_side = side_adjust and "position" in table.columns and not table.empty  # what side_adjusted needs
-    test_design = pair_design(side_adjusted(table)) if by_side else design
+    test_design = pair_design(side_adjusted(table)) if side_adjust and has_sides(table) else design
     contrib = identity_contributions(test_design)
     s = identity_rates(design, resp, opt).ravel()
     n_pairs = np.asarray(((design.n0 @ m) > 0).sum(axis=0)).ravel()
