@@ -313,14 +313,31 @@ def _vignette_files() -> dict[str, str]:
     for name in list(files):  # every VIGNETTE run records how its pairs were chosen (never merged across modes)
         paradigm = vignette.AUTHORS_VARIANTS.get(name[len("vignette/vignette_"):-len(".yaml")],
                                                  name[len("vignette/vignette_"):-len(".yaml")])
-        files[name] = files[name].replace(
-            "metadata:\n  version: 1.0\n",
-            f"metadata:\n  version: 1.0\n  pair_sampling: {vignette.DEFAULT_SAMPLING[paradigm]}\n")
+        files[name] = files[name].replace("metadata:\n  version: 1.0\n", _vignette_metadata(paradigm))
     for name in list(files):  # lm-eval holds each doc once, not one dict per walk over the split (docs/backends.md)
         files[name] = _vignette_memory(files[name])
     files["vignette/_vignette.yaml"] = _group("vignette", names, "VIGNETTE: all paradigms; refusal and invalid rates over all docs.")
     files.update(_vignette_paraphrase_files())
     return files
+
+
+#: VIGNETTE task versions (lm-eval's ``metadata.version``, in every results JSON's ``versions``): 1.1 where the
+#: default budget changed on 1 Dec 2026 (decision 2 -> 12, perception 1 -> 4 draws an identity: other docs)
+VIGNETTE_VERSIONS = {"decision": 1.1, "decision_positional": 1.1, "decision_textonly": 1.1, "perception": 1.1}
+
+
+def _vignette_metadata(paradigm: str) -> str:
+    """A VIGNETTE task's ``metadata`` head: its version (:data:`VIGNETTE_VERSIONS`), how its pairs are chosen
+    (``pair_sampling``) and, for the budgeted samplers, its draws per identity (``pairs_per_identity``, the
+    paradigm's default budget): both in every results JSON, both overridden by ``--metadata``."""
+    from lm_eval_bias.vignette import tasks as vignette
+
+    sampling = vignette.DEFAULT_SAMPLING[paradigm]
+    lines = ["metadata:", f"  version: {VIGNETTE_VERSIONS.get(paradigm, 1.0)}", f"  pair_sampling: {sampling}"]
+    budgets = set(vignette.DEFAULT_BUDGET[paradigm].values())
+    if sampling != "exhaustive" and len(budgets) == 1:
+        lines.append(f"  pairs_per_identity: {budgets.pop()}")
+    return "\n".join(lines) + "\n"
 
 
 def _vignette_memory(text: str) -> str:
@@ -344,8 +361,7 @@ def _vignette_paraphrase_files() -> dict[str, str]:
             name, module, para.FAMILIES[variant], "load_docs", {"paradigm": variant}, "doc_to_text", "doc_to_image",
             "process_results", CHOICE_GENERATION,
             f"VIGNETTE {base}, Table 11 Variant {k + 1} wording (same docs as vignette_{base}; App. A.3).",
-        ).replace("metadata:\n  version: 1.0\n",
-                  f"metadata:\n  version: 1.0\n  pair_sampling: {vignette.DEFAULT_SAMPLING[base]}\n")
+        ).replace("metadata:\n  version: 1.0\n", _vignette_metadata(base))
         files[f"vignette/{name}.yaml"] = _vignette_memory(files[f"vignette/{name}.yaml"])
     files["vignette/_vignette_paraphrases.yaml"] = _group(
         "vignette_paraphrases", names, "VIGNETTE Table 11 prompt paraphrases (run with the base tasks); refusal and invalid rates over all docs.")

@@ -124,8 +124,9 @@ def render_into(runs: list[TaskRun], w: Writer, part: Part) -> None:
                                 "of factuality, perception and decision: the identity's pooled share over the image "
                                 "pairs that show it (those pairs as clusters, jackknife, logit-t, or mid-p binomial when each pair "
                                 "carries one answer; none below "
-                                f"{MIN_PAIRS} pairs an identity — at the default budgets an identity is in 2-6 "
-                                "pairs, so none). Stereotype: " + vp.NORMALISED_NO_INTERVAL + ".",
+                                f"{MIN_PAIRS} pairs an identity — at the default budgets decision has about 24 pairs an "
+                                "identity, perception about 8 an identity and question, factuality 2-6, so "
+                                "factuality has none and perception few). Stereotype: " + vp.NORMALISED_NO_INTERVAL + ".",
                                 no_interval="Stereotype column: " + vp.NORMALISED_NO_INTERVAL + "; the others: "
                                             f"{FEW_PAIRS} below {MIN_PAIRS} image pairs of the identity."))
     est = vp.single_model_dimension_scores(vp.identity_scores_raw(tables, terms))

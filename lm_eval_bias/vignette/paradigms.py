@@ -57,7 +57,7 @@ Intervals (:func:`paradigm_score_intervals`): the per-identity factuality, perce
 scores are pooled shares over the pairs that show the identity, with the interval of every VIGNETTE
 share (pairs as clusters, stratified jackknife, logit-t or mid-p binomial at one answer a pair; none below
 10 pairs: at the default budgets an
-identity is in 2-6 pairs); the min-max-normalised stereotype score and the Fig. 4 medians have none
+identity is in about 24 decision pairs, about 8 perception pairs of a question and 2-6 factuality pairs); the min-max-normalised stereotype score and the Fig. 4 medians have none
 (:data:`NORMALISED_NO_INTERVAL`, :data:`MEDIAN_NO_INTERVAL`: non-smooth functions of plug-ins without
 a stated parameter; their former percentile intervals of the pair bootstrap were not confidence
 intervals for anything).
@@ -347,7 +347,7 @@ def paradigm_score_intervals(tables: Mapping[str, pd.DataFrame], terms: Mapping[
       (an identity lies in one bias dimension), delete-one-pair jackknife SE, logit-t interval -- for the
       parameter "the identity's share over this design's pairs" (perception: 100 minus the interval
       of P, reversed). NaN below :data:`lm_eval_bias.vignette.stats.MIN_PAIRS_FOR_INTERVAL` pairs
-      (about 2-6 pairs an identity at the default budgets: no interval there) or when ``n_boot`` is 0.
+      (factuality's 2-6 pairs an identity at the default budgets: no interval there) or when ``n_boot`` is 0.
     - The min-max-normalised stereotype score: no interval (:data:`NORMALISED_NO_INTERVAL`).
     - Any other ``transform`` (the Fig. 4 medians, :func:`single_model_dimension_scores`): no interval
       (:data:`MEDIAN_NO_INTERVAL`).

@@ -877,8 +877,9 @@ def identity_heterogeneity_tests(table: pd.DataFrame, n_perm: int, seed: int, al
                                  method: str = "holm") -> pd.DataFrame:
     """Per bias dimension: does any identity of the dimension get chosen more or less than 50 %? A
     global test that pools the dimension's identities, so that it has power where each identity is
-    seen in a handful of image pairs (the default budgets: about 4 pairs an identity, whose own
-    sign-flip test cannot go below p = 2^-4 = 0.0625; docs/vignette.md "Identity tests and their power").
+    seen in a handful of image pairs (at pairs_per_identity 2, the decision default until 1 Dec 2026: about
+    4 pairs an identity, whose own sign-flip test cannot go below p = 2^-4 = 0.0625; docs/vignette.md
+    "Identity tests and their power").
 
     Null (one sentence): in every image pair of the dimension the two people's labels are
     exchangeable -- no identity is preferred; side, pair, image and question effects are allowed.
@@ -1548,7 +1549,7 @@ def activity_contrast_tests(activity_choices: pd.DataFrame, n_boot: int, seed: i
     ``p_value`` / ``p_holm``: the pair-level sign-flip test of S(a) = 50 (:func:`identity_pair_tests`
     with activities in place of identities; Holm over the activities of one question). One answer a
     pair makes it a two-sided sign test; its p is the exact mid-p (:func:`_sign_flip_mid_p`): counting
-    the tied patterns against the observation rejected 2.5 % per activity at the default budget (8-10
+    the tied patterns against the observation rejected 2.5 % per activity at pairs_per_identity 1 (8-10
     pairs an activity, exact size 0.8-3.9 % at 6-12 pairs), the mid-p's exact size over that mixture
     is 4.8 % (4.7 % over 1,000 calibration runs; docs/vignette.md "Calibration"). No side adjustment:
     the activity-choice table has no ``position`` (which activity is offered first is dealt at random)."""

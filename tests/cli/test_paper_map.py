@@ -229,7 +229,10 @@ def _plan(ws) -> list:
           {"<task>": ",".join(_vignette_tasks(_task_names())), "out": str(runs / "vignette")}, ("--limit", steps.LIMIT),
           ws.data),
         S("lm-eval-bias run --model … --tasks <task> --log_samples --output_path out",
-          {"<task>": "vignette_decision", "out": str(runs / "other_model")}, ("--limit", str(4 * int(steps.LIMIT))),
+          {"<task>": "vignette_decision", "out": str(runs / "other_model")},
+          # pairs_per_identity 2: --limit's first docs then span many identities (12 draws an anchor, the default,
+          # would give the first few anchors' pairs only, and the planted identity might not be among them)
+          ("--limit", str(4 * int(steps.LIMIT)), "--metadata", json.dumps({"pairs_per_identity": 2})),
           ws.data, steps.OTHER_MODEL_ARGS),
         S("lm-eval-bias report out --output report", {"out": str(runs), "report": str(ws.report)}),
         S("lm-eval-bias replicate out", {"out": str(runs)}),

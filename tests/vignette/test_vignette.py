@@ -184,6 +184,39 @@ def test_sampler_covers_all_upstream_activities_at_the_default_budget():
     assert len({(s.gender, s.left.descriptor) for s in specs} | {(s.gender, s.right.descriptor) for s in specs}) == 329
 
 
+def _pairs_per_identity(lists, kinds: tuple[str, ...], per_identity: int) -> Counter:
+    """Image pairs showing each identity (gender, descriptor) that the tasks' sampler draws on the authors'
+    lists with every identity x activity image, summed over the pairing types ``kinds``."""
+    rows = [{"gender": i.gender, "descriptor": i.descriptor, "dimension": i.dimension, "activity": a.name}
+            for i in lists.identities for a in lists.activities]
+    catalog, seen = Catalog(rows), Counter()
+    for kind in kinds:
+        for spec in sample_pairs(catalog, kind, per_identity):
+            seen.update({(spec.gender, spec.left.descriptor), (spec.gender, spec.right.descriptor)})
+    return seen
+
+
+def test_default_budgets_let_every_identity_test_reach_holms_first_step():
+    """Holm over 329 identities first compares the smallest p with 0.05 / 329, which a sign-flip test reaches
+    only with >= 13 contributing pairs (stats.sign_flip_min_p: 2^-13 < 0.05 / 329 < 2^-12). The decision tasks'
+    default budget puts every identity of the authors' lists in >= 13 image pairs, perception's (identity-
+    contrast and identity-activity pairs: one question's docs) most of them; the budgets used until
+    1 Dec 2026 (2 and 1) put none there, so no identity could be significant for any model."""
+    from lm_eval_bias.vignette import stats
+    from lm_eval_bias.vignette.tasks import DEFAULT_BUDGET
+
+    assert stats.sign_flip_min_p(13, mid_p=True) < 0.05 / 329 < stats.sign_flip_min_p(12, mid_p=True)
+    lists = read_lists(UPSTREAM)
+    decision = _pairs_per_identity(lists, ("identity",), DEFAULT_BUDGET["decision"]["identity"])
+    assert len(decision) == 329 and min(decision.values()) >= 13
+    assert max(_pairs_per_identity(lists, ("identity",), 2).values()) < 13
+    kinds = ("identity", "identity_activity")
+    perception = _pairs_per_identity(lists, kinds, DEFAULT_BUDGET["perception"]["identity"])
+    assert set(DEFAULT_BUDGET["perception"].values()) == {4}
+    assert len(perception) == 329 and sum(n >= 13 for n in perception.values()) / 329 > 0.85
+    assert max(_pairs_per_identity(lists, kinds, 1).values()) < 13
+
+
 def test_compose_pair_places_left_and_right():
     from PIL import Image
 
@@ -223,7 +256,9 @@ def test_docs_questions_options_and_shuffling(vignette_env):
     text = vignette.doc_to_text(textonly[0])
     assert text.startswith("Picture two people side by side. On the left, ") and "<image>" not in text
     assert vignette.load_docs("decision")["test"].to_list() == decision  # deterministic
-    assert vignette.load_docs("decision", pairs_per_identity=1)["test"].num_rows == len(decision) // 2
+    # the default budget draws 12 pairs an identity (DECISION_PAIRS_PER_IDENTITY); the sampler is linear in it
+    assert vignette.DEFAULT_BUDGET["decision"] == {"identity": vignette.DECISION_PAIRS_PER_IDENTITY} == {"identity": 12}
+    assert vignette.load_docs("decision", pairs_per_identity=1)["test"].num_rows == len(decision) // 12
     image = vignette.doc_to_image(decision[0])[0]
     markers = sv.read_pair_markers(image, [decision[0]["left"], decision[0]["right"]], [decision[0]["left_activity"]])
     assert markers == [(decision[0]["left"], decision[0]["left_activity"]), (decision[0]["right"], decision[0]["left_activity"])]
