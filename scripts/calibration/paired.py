@@ -24,8 +24,8 @@ report calls), at two real designs.
   (:func:`magnitude_tie_rows`; added 1 Dec 2026, 1,000 seeds), beside the bootstrap t-test it replaced for
   these keys (diagnostic rows).
 - The same tie test for FACT-OR-FAIR's ``s_fair`` (the s_fair design above, each query a cluster) and VIGNETTE's
-  decision spreads (``vignette_decision`` at the task's default budget: 329 identities, pairs_per_identity 2 ->
-  658 image pairs x 6 role questions, each image pair a cluster; the law of
+  decision spreads (``vignette_decision`` at the task's default budget: 329 identities, pairs_per_identity 12 ->
+  3,948 image pairs x 6 role questions, and at 2 -> 658, the default until 1 Dec 2026; each image pair a cluster; the law of
   :func:`scripts.calibration.vignette.real_decision_table`), two identical models at no bias and at a clear bias
   shared by both (:func:`exchange_tie_rows`; added 1 Dec 2026, 1,000 seeds, 200 draws; not part of :func:`run`:
   ``python -m scripts.calibration.paired --exchange-ties`` first asserts that its batched differences are the
@@ -466,20 +466,24 @@ def check_exchange_matches_report(seed: int = 1, n_draws: int = 12, vignette: bo
     return found
 
 
-#: the VIGNETTE dimension of the default exchange rows (14 + 14 identities, 56 of the 658 image pairs); the
+#: the VIGNETTE dimension of the default exchange rows (14 + 14 identities, 56 of the 658 image pairs at
+#: pairs_per_identity 2, 336 of the 3,948 at 12); the
 #: pooled diagnostic row covers the other dimensions too
 VIGNETTE_DIMENSION = "race_ethnicity_color"
 #: the dimension left out of the pooled row: its test cannot reject at the default budget
 VIGNETTE_DEGENERATE = "gender_and_sex"
 
 
-def exchange_tie_rows(n_seeds: int, n_boot: int, seed: int, quick: bool = False) -> list[dict]:
+def exchange_tie_rows(n_seeds: int, n_boot: int, seed: int, quick: bool = False, vignette_budget: int = 2,
+                      fof: bool = True) -> list[dict]:
     """The leaderboard's tie test of a plug-in magnitude (:func:`lm_eval_bias.core.paired.exchange_test`, as
     :func:`magnitude_tie_rows` for REFLECT) for FACT-OR-FAIR's ``s_fair`` (the design of the s_fair rows, queries
     exchanged) and VIGNETTE's decision spreads (``vignette_decision`` at the default budget, image pairs exchanged)
     under two identical models, each with its own effects drawn from the same law, at no bias and at a clear bias
     shared by both: rejection at 5 % (and a diagnostic row pooling the decision spreads of the dimensions with more
-    than two identities). ``quick``: the FACT-OR-FAIR rows only."""
+    than two identities). ``quick``: the FACT-OR-FAIR rows only. ``vignette_budget``: the decision task's
+    pairs_per_identity (2, the default until 1 Dec 2026, on the stream ``[s, 42]``; 12, the default since, on
+    ``[s, 42, 12]``); ``fof``: whether to run the FACT-OR-FAIR rows."""
     from lm_eval_bias.core.paired import exchange_test
     from scripts.calibration import vignette as sim
 
@@ -488,7 +492,7 @@ def exchange_tie_rows(n_seeds: int, n_boot: int, seed: int, quick: bool = False)
             "answers exchanged {unit} by {unit}, mid-p for ties)")
     fof_design = ("108 queries (18 statistics x 2 sides x 3 rounds, 4 race groups), each query a cluster exchanged "
                   "between the models (queries resampled within statistic x side)")
-    for label, gamma in (("no bias (gamma 0)", 0.0), ("clear bias (gamma 1)", 1.0)):
+    for label, gamma in (("no bias (gamma 0)", 0.0), ("clear bias (gamma 1)", 1.0)) if fof else ():
         hits, estimates = [], []
         for s in range(seed, seed + n_seeds):
             rng = np.random.default_rng([s, 41])
@@ -506,8 +510,10 @@ def exchange_tie_rows(n_seeds: int, n_boot: int, seed: int, quick: bool = False)
         return rows
     seed += 1
     n_dims = len(set(sim.real_identities()[1]))
-    vignette_design = (f"vignette_decision at the default budget: 329 identities in 15 gender x dimension strata, "
-                       f"pairs_per_identity 2 -> 658 identity-contrast image pairs x {sim.N_QUESTIONS} role questions; "
+    budget = vignette_budget
+    which = "the default budget" if budget == sim.DECISION_DEFAULT_BUDGET else "the default budget until 1 Dec 2026"
+    vignette_design = (f"vignette_decision at {which}: 329 identities in 15 gender x dimension strata, "
+                       f"pairs_per_identity {budget} -> {329 * budget} identity-contrast image pairs x {sim.N_QUESTIONS} role questions; "
                        "each image pair a cluster exchanged between the models (image pairs resampled within "
                        "dimension)")
     dgp = ("P(left chosen) = 0.5 + side 0.10 + model's question-side effect (sd 0.05) + (theta_L - theta_R) / 2 + "
@@ -518,8 +524,8 @@ def exchange_tie_rows(n_seeds: int, n_boot: int, seed: int, quick: bool = False)
         hits: dict[str, list] = {}
         estimates: dict[str, list] = {}
         for s in range(seed, seed + n_seeds):
-            rng = np.random.default_rng([s, 42])
-            (ta, tb), n_pairs = vignette_decision_tables(rng, theta)
+            rng = np.random.default_rng([s, 42] if budget == 2 else [s, 42, budget])
+            (ta, tb), n_pairs = vignette_decision_tables(rng, theta, per_identity=budget)
             difference = _spread_exchange(ta, tb, n_pairs)
             observed = difference(np.zeros((1, n_pairs), dtype=np.int8))
             p = exchange_test(difference, n_pairs, n_boot, s + 20_000, list(observed), batched=True)
@@ -538,9 +544,12 @@ def exchange_tie_rows(n_seeds: int, n_boot: int, seed: int, quick: bool = False)
                          [e for k in pooled for e in estimates[k]], [h for row in per_seed for h in row],
                          n_seeds, n_boot, seed, note.format(unit="image pair") + f"; diagnostic: the tests of {len(pooled)} "
                          f"of the {n_dims} dimensions pooled (one a dimension and seed, seed-clustered MC SE), all but "
-                         f"{VIGNETTE_DEGENERATE} (2 male identities, 4 image pairs: up to the sign of the difference 8 "
-                         "arrangements of equal probability, so the exact mid-p is at least 1/16 and the 200 draws reject "
-                         f"only by their Monte Carlo noise); per dimension: {rates}",
+                         f"{VIGNETTE_DEGENERATE} " + (
+                             "(2 male identities, 4 image pairs: up to the sign of the difference 8 arrangements of "
+                             "equal probability, so the exact mid-p is at least 1/16 and the 200 draws reject only by "
+                             "their Monte Carlo noise)" if budget == 2 else
+                             f"(2 male identities, {2 * budget} image pairs: a spread of one pair of identities, "
+                             "kept out as at pairs_per_identity 2)") + f"; per dimension: {rates}",
                          role=DIAGNOSTIC_ROLE, hits_per_seed=per_seed))
     return rows
 
@@ -628,7 +637,10 @@ if __name__ == "__main__":
     quick = "--quick" in sys.argv
     if "--exchange-ties" in sys.argv:
         print(check_exchange_matches_report(vignette=not quick))
-        chosen = exchange_tie_rows(20 if quick else 1000, 200, 20260418, quick)
+        budget = int(sys.argv[sys.argv.index("--vignette-budget") + 1]) if "--vignette-budget" in sys.argv else 2
+        # --vignette-budget K: the VIGNETTE rows alone, at pairs_per_identity K (the FACT-OR-FAIR rows do not depend on it)
+        chosen = exchange_tie_rows(20 if quick else 1000, 200, 20260418, quick, vignette_budget=budget,
+                                   fof="--vignette-budget" not in sys.argv)
     else:
         chosen = run(20 if quick else 200, 200 if quick else 1000, quick)
     for row in chosen:

@@ -5,9 +5,11 @@ The tasks' own designs (329 identities in 15 gender x bias-dimension strata, :da
 authors' lists; the seeded budgeted sampler of ``lm_eval_bias.vignette.pairs`` at its default budgets,
 :func:`sample_real_pairs`):
 
-- ``vignette_decision``: pairs_per_identity 2 -> 658 identity-contrast image pairs x 6 role questions;
-  also at :data:`RECOMMENDED_DECISION_BUDGET` (the budget at which per-identity tests can reject);
-- ``vignette_perception``, one question: 658 identity-contrast + 658 identity-activity pairs;
+- ``vignette_decision``: pairs_per_identity 12 (:data:`DECISION_DEFAULT_BUDGET`, the tasks' default since 1 Dec
+  2026, the budget at which per-identity tests can reject) -> 3,948 identity-contrast image pairs x 6 role
+  questions; the rows at 2 (658 image pairs, the default until then) are kept;
+- ``vignette_perception``, one question: pairs_per_identity 4 (:data:`PERCEPTION_DEFAULT_BUDGET`) -> 1,316
+  identity-contrast + 1,316 identity-activity pairs (+ 1,316 activity-contrast pairs); the rows at 1 are kept;
 - ``vignette_stereotype``, race/ethnicity/color: every portrait pair of each gender (2 x 91) x 60 SSCM
   terms (exhaustive, as the task).
 
@@ -42,6 +44,7 @@ import numpy as np
 import pandas as pd
 
 from lm_eval_bias.vignette import stats as vg
+from lm_eval_bias.vignette.tasks import DEFAULT_BUDGET
 
 N_IDS = 14
 N_ACTIVITIES = 75
@@ -326,6 +329,15 @@ def _real_spreads(table: pd.DataFrame, n_null: int, seed: int) -> dict[str, floa
 #: pairs_per_identity at which the per-identity tests of vignette_decision can reject for most identities
 #: (scripts/calibration/vignette.py "budget" rows; docs/vignette.md "Identity tests and their power")
 RECOMMENDED_DECISION_BUDGET = 12
+#: the decision tasks' default pairs_per_identity (lm_eval_bias.vignette.tasks.DEFAULT_BUDGET): 12 since 1 Dec 2026,
+#: the budget above; the rows of the "decision_default" part are at it
+DECISION_DEFAULT_BUDGET = DEFAULT_BUDGET["decision"]["identity"]
+#: vignette_perception's default pairs_per_identity (every pairing type; 4 since 1 Dec 2026, 1 before): the rows of
+#: the "perception_default" part are at it
+PERCEPTION_DEFAULT_BUDGET = DEFAULT_BUDGET["perception"]["identity"]
+#: the decision tasks' default until 1 Dec 2026 (an identity in about 4 pairs: the per-identity tests cannot reject);
+#: the "decision", "default_tests" and "shares" parts' decision rows are at it, kept for runs that choose it
+SMALL_DECISION_BUDGET = 2
 #: identity preference grid (root mean square of theta within each stratum; S - 50 has rms about 50 x it):
 #: 0, about the pooled test's detection limit at the default budget, strong
 THETA_GRID = (0.0, 0.2, 0.3)
@@ -347,7 +359,10 @@ TEST_SEEDS = 811
 PARTS = ("decision", "budget", "perception", "stereotype", "cells", "shares", "logodds",
          # added 1 Dec 2026 (gap_test_rows, gap_interval_rows)
          "perception_tests", "factuality_tests", "activity_tests", "activity_budget_tests", "budget_tests",
-         "default_tests", "factuality_scores", "perception_scores", "factuality_rates")
+         "default_tests", "factuality_scores", "perception_scores", "factuality_rates",
+         # added 1 Dec 2026, evening: the decision and perception tasks' rows at their new default budgets
+         # (DECISION_DEFAULT_BUDGET, PERCEPTION_DEFAULT_BUDGET)
+         "decision_default", "perception_default")
 GAP_TEST_PARTS = ("perception_tests", "factuality_tests", "activity_tests", "activity_budget_tests", "budget_tests",
                   "default_tests")
 GAP_INTERVAL_PARTS = ("factuality_scores", "perception_scores", "factuality_rates")
@@ -381,23 +396,29 @@ def run(n_seeds: int = 200, n_boot: int = 1000, quick: bool = False, seed: int =
     # cannot reach 0.05 (2^4 sign patterns at most), so the per-test rates average over the other seven
     testable = [d for d in dim_list if d != "gender_and_sex"]
     nuisance = ", ".join(f"{k} {'+' if k == 'left' else 'sd '}{v:.2f}" for k, v in REAL_NUISANCE.items())
-    dec = f"vignette_decision: 329 identities, pairs_per_identity 2 (658 image pairs x {N_QUESTIONS} questions)"
     rows = []
 
     def row(quantity, kind, design, dgp, truth, estimates, hits, note="", role="default", boot=0, seeds=None):
         rows.append(rate_row("vignette", quantity, kind, design, dgp, truth, estimates, hits,
                              n_seeds if seeds is None else seeds, boot, seed, note, role))
 
-    # -- vignette_decision at the default budget: identity tests, heterogeneity tests, spreads ------------------
-    if "decision" in parts:
+    # -- vignette_decision: identity tests, heterogeneity tests, spreads, at pairs_per_identity 2 (part "decision",
+    # the tasks' default until 1 Dec 2026) and at the tasks' default (part "decision_default", 12) --------------
+    for k, stream in [(b, s0) for b, s0, part in ((SMALL_DECISION_BUDGET, 70_000, "decision"),
+                                               (DECISION_DEFAULT_BUDGET, 76_000, "decision_default")) if part in parts]:
+        dec = (f"vignette_decision: 329 identities, pairs_per_identity {k} ({329 * k} image pairs x {N_QUESTIONS} "
+               "questions)")
+        # at the default budget the identity family's rows (family-wise error over TEST_SEEDS, power at the
+        # strong truth) are the "budget" part's; the paper's Fisher test (329 Fisher tests a seed) is run at 2
+        small = k == SMALL_DECISION_BUDGET
         for rms in THETA_GRID:
             theta = real_theta(rms)
             fwer, raw, can, mde, het_raw, het_any, het_mde, p_null, est, floor, fisher = ([] for _ in range(11))
             truth_spread = {}
             for s in range(offset, offset + n_seeds):
-                rng = np.random.default_rng([seed, 70_000 + int(rms * 1000), s])
-                table = real_decision_table(rng, theta)
-                paper = rms == 0 and s - offset < min(n_seeds, 20)
+                rng = np.random.default_rng([seed, stream + int(rms * 1000), s])
+                table = real_decision_table(rng, theta, per_identity=k)
+                paper = small and rms == 0 and s - offset < min(n_seeds, 20)
                 tests = vg.identity_pair_tests(table, paper=paper)
                 power = vg.identity_family_power(tests)
                 fwer.append(bool((tests["p_holm"] < 0.05).any()))
@@ -425,7 +446,7 @@ def run(n_seeds: int = 200, n_boot: int = 1000, quick: bool = False, seed: int =
             dgp = (f"identity preference theta rms {rms:g} per stratum (S - 50 rms about {50 * rms:g} pp); {nuisance} "
                    "(probability scale)")
             s_rms = 50 * rms
-            if rms == 0:
+            if rms == 0 and small:
                 row("identity test (pair-level sign flip), any of 329 identities Holm p < 0.05", "test", dec, dgp, math.nan,
                     [], fwer, note=(f"family-wise error; can_reject in {np.mean(can):.0%} of seeds (best identity's "
                                     f"smallest p vs Holm's 0.05/329); MDE {np.nanmean(mde):.1f} pp of S: cannot reject at "
@@ -435,6 +456,7 @@ def run(n_seeds: int = 200, n_boot: int = 1000, quick: bool = False, seed: int =
                          "an identity, smallest attainable mid-p 2^-4 > 0.05", role="diagnostic")
                 row("identity test (Fisher, paper), any identity Holm p < 0.05", "test", dec, dgp, math.nan, [], fisher,
                     note="paper's test, kept as p_paper (slow: 329 Fisher tests a seed)", role="paper", seeds=len(fisher))
+            if rms == 0:
                 row("identity heterogeneity test per bias dimension (p_identity_heterogeneity_<d>), p < 0.05", "test", dec,
                     dgp, math.nan, [], het_raw, note=f"mean share of 7 dimensions (gender_and_sex cannot reach 0.05); {n_perm} sign-flip draws", boot=n_perm)
                 row("identity heterogeneity tests, any dimension Holm p < 0.05 (n_dimensions_heterogeneous > 0)", "test",
@@ -447,8 +469,12 @@ def run(n_seeds: int = 200, n_boot: int = 1000, quick: bool = False, seed: int =
                 row(f"identity heterogeneity tests, any dimension Holm p < 0.05: power at S rms {s_rms:g} pp", "test", dec,
                     dgp, math.nan, [], het_any, note=f"per dimension: {np.mean(het_raw):.2f} rejected on average",
                     role="diagnostic", boot=n_perm)
-                row(f"identity test, any identity Holm p < 0.05: power at S rms {s_rms:g} pp", "test", dec, dgp, math.nan,
-                    [], fwer, note=f"can_reject in {np.mean(can):.0%} of seeds", role="diagnostic")
+                if small or rms != THETA_GRID[-1]:
+                    row(f"identity test, any identity Holm p < 0.05: power at S rms {s_rms:g} pp", "test", dec, dgp,
+                        math.nan, [], fwer, note=(f"can_reject in {np.mean(can):.0%} of seeds" if small else
+                                                  f"can_reject in {np.mean(can):.0%} of seeds; MDE "
+                                                  f"{np.nanmean(mde):.1f} pp of S at Holm's first step"),
+                        role="diagnostic")
             row(f"selection_spread_socioeconomic vs its null floor (truth {truth_spread['socioeconomic']:.1f} pp)",
                 "null_floor", dec, dgp, truth_spread["socioeconomic"], est, [],
                 note=(f"estimate {np.mean(est):.1f} pp, null floor {np.mean(floor):.1f} pp, truth "
@@ -480,7 +506,7 @@ def run(n_seeds: int = 200, n_boot: int = 1000, quick: bool = False, seed: int =
                 seeds=n_here)
     # -- vignette_perception, one question (identity and identity-activity pairs, 1 draw each) ------------------
     if "perception" in parts:
-        per = "vignette_perception, one question: 329 identities, 658 identity + 658 identity-activity pairs"
+        per = "vignette_perception, one question: 329 identities, 658 identity + 658 identity-activity pairs (pairs_per_identity 1)"
         het_raw, het_any, can = [], [], []
         for s in range(offset, offset + n_seeds):
             rng = np.random.default_rng([seed, 90_000, s])
@@ -529,6 +555,10 @@ def run(n_seeds: int = 200, n_boot: int = 1000, quick: bool = False, seed: int =
                 boot=n_perm, seeds=scale_seeds)
     if "cells" in parts:
         rows += cell_rows(cell_seeds, n_boot, n_act, seed, offset, test_seeds=n_seeds)
+    if "decision_default" in parts:
+        rows += default_budget_share_rows(n_seeds, seed, offset)
+    if "perception_default" in parts:
+        rows += perception_default_rows(n_seeds, seed, offset, quick)
     if "shares" in parts:
         rows += share_rows(n_seeds, seed, offset, quick)
     if "logodds" in parts:
@@ -717,14 +747,15 @@ def activity_contrast_choices(rng, spread: float, effects_seed: int = 12, per_id
                                         "selected"]), np.asarray(expected))
 
 
-def paraphrase_answers_sim(rng, pref_sd: float, refusal: float) -> pd.DataFrame:
+def paraphrase_answers_sim(rng, pref_sd: float, refusal: float, per_identity: int = SMALL_DECISION_BUDGET
+                           ) -> pd.DataFrame:
     """Table 11's ``answers`` frame for the decision slot (one item per image pair of ``vignette_decision``,
     the role question, asked in the three wordings): per wording P(left) = clip(0.5 + 0.1 + s_pair + w),
     s_pair ~ N(0, ``pref_sd``) (a pair the model decides alike in every wording when large), w the
     wording's own shift (:data:`WORDING_SHIFT`: a property of the wording, the same in every run); each
-    wording refused with probability ``refusal``."""
+    wording refused with probability ``refusal``; ``per_identity``: the decision task's budget."""
     _, dims = real_identities()
-    left, _, _, _ = sample_real_pairs(rng, 2)
+    left, _, _, _ = sample_real_pairs(rng, per_identity)
     n = left.size
     s = rng.normal(0, pref_sd, n)
     rows = []
@@ -825,6 +856,29 @@ def _rate_rows(row, design: str, records_of, stream: int, seeds, seed: int) -> N
                 note="analysis key (rate_keys): pair jackknife, logit-t")
 
 
+def _match_rate_rows(row, seed: int, seeds, per_identity: int, stream: int, design: str) -> None:
+    """Table 11's match-rate interval rows (:func:`lm_eval_bias.vignette.paradigms.match_rates`) at each of
+    :data:`MATCH_GRID`'s settings, for :func:`paraphrase_answers_sim` at ``per_identity`` on the stream ``[seed,
+    stream + pref_sd x 100, s]``; each row handed to ``row(quantity, design, dgp, truth, estimates, hits, note=...)``."""
+    from lm_eval_bias.vignette import paradigms as vp
+
+    for pref_sd, refusal in MATCH_GRID:
+        truth = _match_truth(pref_sd, refusal)
+        hits = {key: [] for key in truth}
+        est = {key: [] for key in truth}
+        for s in seeds:
+            rng = np.random.default_rng([seed, stream + int(pref_sd * 100), s])
+            out = vp.match_rates(paraphrase_answers_sim(rng, pref_sd, refusal, per_identity=per_identity), 1, 0)
+            for key in truth:
+                est[key].append(out[key])
+                hits[key].append(_covered(out[f"{key}_ci_low"], out[f"{key}_ci_high"], truth[key]).item())
+        for key in truth:
+            if truth[key] == 0.0:  # all different without refusals: impossible with two options (a structural 0)
+                continue
+            row(f"Table 11 {key} (report)", design, f"pair preference sd {pref_sd:g}, wording shifts {WORDING_SHIFT}, "
+                f"refusal {refusal:g} per wording", truth[key], est[key], hits[key], note="percent of items")
+
+
 def share_rows(n_seeds: int, seed: int, offset: int = 0, quick: bool = False) -> list[dict]:
     """Coverage rows of every pair-clustered share the analysis and the report show, at the tasks' designs
     on truth grids: the response rates (``rate_keys``), ``factuality_accuracy``, factuality accuracy per
@@ -844,7 +898,7 @@ def share_rows(n_seeds: int, seed: int, offset: int = 0, quick: bool = False) ->
     covered = _covered
 
     # response rates of vignette_decision (658 pairs x 6 docs)
-    _rate_rows(row, f"vignette_decision: 658 image pairs x {N_QUESTIONS} docs, 8 bias dimensions", status_records,
+    _rate_rows(row, f"vignette_decision at pairs_per_identity 2: 658 image pairs x {N_QUESTIONS} docs, 8 bias dimensions", status_records,
                110_000, seeds, seed)
     # factuality accuracy: overall, per activity, per bias dimension x activity
     fact = "vignette_factuality, default budget: 329 identity + 329 identity-activity pairs (2 or 4 answers a pair)"
@@ -894,7 +948,8 @@ def share_rows(n_seeds: int, seed: int, offset: int = 0, quick: bool = False) ->
             note=(f"{np.mean(n_dim_ci):.1f} of {np.mean(n_dim_cells):.0f} cells have >= {minimum} pairs and an "
                   "interval (coverage over those); the others show the reason"))
     # activity-contrast shares (one perception question)
-    contrast = "vignette_perception, activity contrast, one question: 329 image pairs (one identity, two activities)"
+    contrast = ("vignette_perception, activity contrast, one question: 329 image pairs (one identity, two activities), "
+                "pairs_per_identity 1")
     for spread in (0.0, 0.2, 0.4):
         hits, by_seed, n_cells, n_ci = [], [], [], []
         truth = _superpopulation_share(  # over the sampler's designs
@@ -917,23 +972,8 @@ def share_rows(n_seeds: int, seed: int, offset: int = 0, quick: bool = False) ->
                                       "pairs and an interval (coverage over those); MC SE with the seed as the "
                                       "cluster"), hits_per_seed=by_seed)
     # Table 11 match rates (decision slot, 658 items)
-    for pref_sd, refusal in MATCH_GRID:
-        truth = _match_truth(pref_sd, refusal)
-        hits = {k: [] for k in truth}
-        est = {k: [] for k in truth}
-        for s in seeds:
-            rng = np.random.default_rng([seed, 140_000 + int(pref_sd * 100), s])
-            out = vp.match_rates(paraphrase_answers_sim(rng, pref_sd, refusal), 1, 0)
-            for k in truth:
-                est[k].append(out[k])
-                hits[k].append(covered(out[f"{k}_ci_low"], out[f"{k}_ci_high"], truth[k]).item())
-        for k in truth:
-            if truth[k] == 0.0:  # all different without refusals: impossible with two options (a structural 0)
-                continue
-            row(f"Table 11 {k} (report)", "vignette_decision + _para1 + _para2, role question: 658 items (image pairs)",
-                f"pair preference sd {pref_sd:g}, wording shifts {WORDING_SHIFT}, refusal {refusal:g} per wording",
-                truth[k], est[k],
-                hits[k], note="percent of items")
+    _match_rate_rows(row, seed, seeds, SMALL_DECISION_BUDGET, 140_000, "vignette_decision + _para1 + _para2, role "
+                     "question: 658 items (image pairs), pairs_per_identity 2")
     # Figs 3 and 5 per identity: decision D(i) at pairs_per_identity 12
     names, _ = real_identities()
     k = RECOMMENDED_DECISION_BUDGET
@@ -956,9 +996,30 @@ def share_rows(n_seeds: int, seed: int, offset: int = 0, quick: bool = False) ->
         row("Figs 3/5 decision score D(i) per identity (report)", fig,
             f"identity preference theta rms {rms:g} per stratum; side, question, pair and image effects", math.nan, [],
             hits, note=(f"{np.mean(n_ci):.0f} of 329 identities with an interval; truth: expected share over the "
-                        "sampler's designs. At the default budget (2 pairs an anchor) no identity reaches "
+                        "sampler's designs. At pairs_per_identity 2 (the default until 1 Dec 2026) no identity reaches "
                         f"{minimum} pairs: no interval; the normalised stereotype score and the Fig. 4 medians have "
                         "none at any budget; MC SE with the seed as the cluster"), hits_per_seed=by_seed)
+    return rows
+
+
+def default_budget_share_rows(n_seeds: int, seed: int, offset: int = 0) -> list[dict]:
+    """The pair-clustered shares of ``vignette_decision`` at its default budget (:data:`DECISION_DEFAULT_BUDGET`,
+    12 since 1 Dec 2026): the response rates (``rate_keys``) and Table 11's match rates (the role question in
+    three wordings, one item an image pair), as :func:`share_rows` has them at pairs_per_identity 2, on streams
+    of their own."""
+
+    k = DECISION_DEFAULT_BUDGET
+    rows = []
+    seeds = range(offset, offset + n_seeds)
+
+    def row(quantity, design, dgp, truth, estimates, hits, note=""):
+        rows.append(_row(quantity, "interval", design, dgp, truth, estimates, covered=hits, n_seeds=n_seeds,
+                         seed=seed, note=note))
+
+    _rate_rows(row, f"vignette_decision at pairs_per_identity {k}: {329 * k} image pairs x {N_QUESTIONS} docs, 8 bias dimensions",
+               lambda rng, refusal, invalid: status_records(rng, refusal, invalid, per_identity=k), 116_000, seeds, seed)
+    _match_rate_rows(row, seed, seeds, k, 146_000, f"vignette_decision + _para1 + _para2, role question: {329 * k} "
+                     f"items (image pairs), pairs_per_identity {k}")
     return rows
 
 
@@ -1203,7 +1264,7 @@ def gap_test_rows(n_seeds: int, seed: int, offset: int = 0, quick: bool = False,
         return environment({NULL_ITERS_ENV: str(n_perm), BOOTSTRAP_SEED_ENV: str(seed + 1_000_000 + s)})
 
     if "perception_tests" in parts:
-        per = "vignette_perception, one question: 329 identities, 658 identity + 658 identity-activity pairs"
+        per = "vignette_perception, one question: 329 identities, 658 identity + 658 identity-activity pairs (pairs_per_identity 1)"
         rate = []
         for s in seeds:
             rng = np.random.default_rng([seed, 170_000, s])
@@ -1248,18 +1309,16 @@ def gap_test_rows(n_seeds: int, seed: int, offset: int = 0, quick: bool = False,
             with env(s):
                 analysis._activity_contrast(out, activity_contrast_records(choices))
             tests = vg.activity_contrast_tests(choices, 1, 0)
-            if budget == 1:
-                p_null.append(out["activity_selection_spread_struggle_p_null"] < 0.05)
+            p_null.append(out["activity_selection_spread_struggle_p_null"] < 0.05)
             raw.append(float((tests["p_value"].dropna() < 0.05).mean()))
             raw_by_seed.append((tests["p_value"].dropna() < 0.05).to_numpy(float))
             fwer.append(bool((tests["p_holm"] < 0.05).any()))
             can.append(out["n_activities_significant_struggle_can_reject"])
             mde.append(out["n_activities_significant_struggle_mde"])
         dgp = "no activity preference: P(first activity) = 0.6 (first-option effect +0.1) + pair (sd 0.05)"
-        if budget == 1:
-            row("activity_selection_spread_<question>_p_null, p < 0.05", design, dgp, p_null, boot=n_perm,
-                note="analysis._activity_contrast: within-pair swaps of the two activities (the spread over 75 "
-                     "activities)")
+        row("activity_selection_spread_<question>_p_null, p < 0.05", design, dgp, p_null, boot=n_perm,
+            note="analysis._activity_contrast: within-pair swaps of the two activities (the spread over 75 "
+                 "activities)")
         row("activity-contrast test (n_activities_significant_<question>), per activity p < 0.05", design, dgp, raw,
             note=("mean share of the 75 activities; pair-level sign flip (stats.activity_contrast_tests): one answer "
                   "a pair, a two-sided sign test, exact mid-p ("
@@ -1331,25 +1390,161 @@ def gap_test_rows(n_seeds: int, seed: int, offset: int = 0, quick: bool = False,
     return rows
 
 
+def _perception_score_hits(seed: int, seeds, rms: float, k: int, stream: int, n_truth: int):
+    """Per seed of ``seeds``: whether Figs 3/5's 100 - P(i) interval covers each identity's truth at
+    pairs_per_identity ``k`` and identity preference rms ``rms`` (data on the stream ``[seed, stream + rms x 1000,
+    s]``, the truth over ``n_truth`` designs on ``stream + 1000``): (pooled hits, hits per seed, identities
+    with an interval per seed)."""
+    from lm_eval_bias.vignette import paradigms as vp
+
+    names, _ = real_identities()
+    theta = real_theta(rms)
+    truth = _superpopulation_share(
+        (lambda t_e: (t_e[0]["identity"].to_numpy(), t_e[1]))(_perception_expected(
+            np.random.default_rng([seed, stream + 1000 + int(rms * 1000), d]), theta, k, names))
+        for d in range(n_truth))
+    hits, by_seed, n_ci = [], [], []
+    for s in seeds:
+        table, _ = _perception_expected(np.random.default_rng([seed, stream + int(rms * 1000), s]), theta, k, names)
+        out = vp.paradigm_score_intervals({"perception": table}, None, n_boot=1)
+        idx = out["estimate"].index.get_level_values("identity")
+        h = _covered(out["ci_low"]["perception"].to_numpy(), out["ci_high"]["perception"].to_numpy(),
+                     100.0 - truth.reindex(idx).to_numpy())
+        hits.extend(h[np.isfinite(h)].tolist())
+        by_seed.append(h)
+        n_ci.append(int(np.isfinite(h).sum()))
+    return hits, by_seed, n_ci
+
+
+def perception_default_rows(n_seeds: int, seed: int, offset: int = 0, quick: bool = False) -> list[dict]:
+    """``vignette_perception`` at its default budget (:data:`PERCEPTION_DEFAULT_BUDGET`, 4 since 1 Dec 2026), one
+    question, on streams of their own: under no identity preference (:data:`GAP_TEST_SEEDS` seeds at least) the
+    per-question identity family (Holm over 329: family-wise error, per-identity rejection, whether it can
+    reject, its MDE), the per-dimension heterogeneity tests and the spreads' ``_p_null`` (the analysis's
+    calls); their power at S rms 15 pp (:data:`BUDGET_SEEDS`); the activity-contrast share per activity and
+    Figs 3/5's 100 - P(i) per identity at this budget (``n_seeds``). The activity-contrast tests at this budget
+    are the "activity_budget_tests" part's (:data:`ACTIVITY_BUDGET` is the same 4)."""
+    from lm_eval_bias.core.aggregation import BOOTSTRAP_SEED_ENV, NULL_ITERS_ENV, environment
+    from lm_eval_bias.vignette import analysis
+
+    k = PERCEPTION_DEFAULT_BUDGET
+    n_perm = 199 if quick else 499
+    names, dims = real_identities()
+    testable = [d for d in sorted(set(dims)) if d != "gender_and_sex"]
+    nuisance = ", ".join(f"{key} {'+' if key == 'left' else 'sd '}{v:.2f}" for key, v in REAL_NUISANCE.items())
+    per = (f"vignette_perception, one question: 329 identities, {329 * k} identity + {329 * k} identity-activity "
+           f"pairs (pairs_per_identity {k})")
+    rows = []
+
+    def row(quantity, kind, design, dgp, hits, truth=math.nan, estimates=(), note="", role="default", boot=0,
+            hits_per_seed=None):
+        rows.append(_row(quantity, kind, design, dgp, truth, list(estimates),
+                         covered=hits if kind == "interval" else None, rejected=hits if kind == "test" else None,
+                         n_seeds=len(hits) if hits_per_seed is None else len(hits_per_seed), n_boot=boot, seed=seed,
+                         note=note, role=role, hits_per_seed=hits_per_seed))
+
+    for rms in (0.0, THETA_GRID[-1]):
+        n_here = (n_seeds if quick else max(n_seeds, GAP_TEST_SEEDS)) if rms == 0 else min(n_seeds, BUDGET_SEEDS)
+        theta = real_theta(rms)
+        fwer, raw_by_seed, can, mde, het_raw, het_any, p_null, n_min = ([] for _ in range(8))
+        for s in range(offset, offset + n_here):
+            rng = np.random.default_rng([seed, 260_000 + int(rms * 1000), s])
+            table = real_perception_table(rng, theta, per_identity=k)
+            tests = vg.identity_pair_tests(table, paper=False)
+            power = vg.identity_family_power(tests)
+            fwer.append(bool((tests["p_holm"] < 0.05).any()))
+            raw_by_seed.append((tests["p_value"].dropna() < 0.05).to_numpy(float))
+            can.append(power.can_reject)
+            mde.append(power.mde)
+            n_min.append(float(np.mean(tests["n_contributing"] >= 13)) if "n_contributing" in tests else math.nan)
+            het = vg.identity_heterogeneity_tests(table, n_perm, seed + s)
+            het_raw.append(float((het.loc[testable, "p_value"] < 0.05).mean()))
+            het_any.append(bool((het["p_holm"] < 0.05).any()))
+            if rms == 0:
+                out: dict[str, float] = {}
+                with environment({NULL_ITERS_ENV: str(n_perm), BOOTSTRAP_SEED_ENV: str(seed + 1_000_000 + s)}):
+                    analysis._spreads(out, table, "selection_spread_struggle_", side_adjust=False)  # as the analysis
+                p_null.append(float(np.mean([out[f"selection_spread_struggle_{d}_p_null"] < 0.05 for d in testable])))
+        dgp = f"identity preference theta rms {rms:g} per stratum (S - 50 rms about {50 * rms:g} pp); {nuisance}"
+        reach = (f"{np.nanmean(n_min):.0%} of identities with >= 13 contributing pairs (what Holm's first step needs); "
+                 if np.isfinite(np.nanmean(n_min)) else "")
+        if rms == 0:
+            row("identity test (pair-level sign flip), any of 329 identities Holm p < 0.05 (n_identities_significant_"
+                "<question> > 0)", "test", per, dgp, fwer,
+                note=(f"family-wise error per question; can_reject in {np.mean(can):.0%} of seeds; {reach}MDE "
+                      f"{np.nanmean(mde):.1f} pp of S at Holm's first step"))
+            row("identity test (pair-level sign flip), per identity p < 0.05", "test", per, dgp,
+                [h for x in raw_by_seed for h in x], hits_per_seed=raw_by_seed,
+                note=("mean share of the 329 identities; one answer a pair, side-adjusted (stats.side_adjusted), "
+                      "exact sign-flip mid-p; MC SE with the seed as the cluster"))
+            row("identity heterogeneity test per bias dimension, p < 0.05", "test", per, dgp, het_raw, boot=n_perm,
+                note="mean share of 7 dimensions (gender_and_sex cannot reach 0.05)")
+            row("identity heterogeneity tests, any dimension Holm p < 0.05", "test", per, dgp, het_any, boot=n_perm,
+                note="family-wise error over 8 dimensions")
+            row("selection_spread_<question>_<d>_p_null (perception), p < 0.05", "test", per, dgp, p_null, boot=n_perm,
+                note=("mean share of 7 dimensions (gender_and_sex cannot reach 0.05); analysis._spreads: within-pair "
+                      "label swaps of the answers as given (analysis.PERCEPTION_SPREAD_NULL)"))
+        else:
+            row(f"identity test, any of 329 identities Holm p < 0.05: power at S rms {50 * rms:g} pp", "test", per, dgp,
+                fwer, role="diagnostic", note=f"can_reject in {np.mean(can):.0%} of seeds; {reach}MDE "
+                                              f"{np.nanmean(mde):.1f} pp of S")
+            row(f"identity heterogeneity tests, any dimension Holm p < 0.05: power at S rms {50 * rms:g} pp", "test",
+                per, dgp, het_any, role="diagnostic", boot=n_perm,
+                note=f"per dimension: {np.mean(het_raw):.2f} rejected on average")
+    # activity-contrast shares per activity at this budget (share_rows has them at 1)
+    seeds = range(offset, offset + n_seeds)
+    n_truth = 4 if quick else SHARE_TRUTH_DESIGNS
+    contrast = (f"vignette_perception, activity contrast, one question: {329 * k} image pairs (one identity, two "
+                f"activities), pairs_per_identity {k}")
+    for spread in (0.0, 0.2, 0.4):
+        hits, by_seed, n_cells, n_ci = [], [], [], []
+        truth = _superpopulation_share(
+            (lambda c_e: (c_e[0]["activity"].to_numpy(), c_e[1]))(activity_contrast_choices(
+                np.random.default_rng([seed, 137_000 + int(spread * 100), d]), spread, per_identity=k))
+            for d in range(n_truth))
+        for s in seeds:
+            rng = np.random.default_rng([seed, 136_000 + int(spread * 100), s])
+            choices, _ = activity_contrast_choices(rng, spread, per_identity=k)
+            part = vg.activity_contrast_tests(choices, 1, 0).loc["struggle"]
+            h = _covered(part["ci_low"], part["ci_high"], truth.reindex(part.index))
+            hits.extend(h[np.isfinite(h)].tolist())
+            by_seed.append(h)
+            n_cells.append(len(part))
+            n_ci.append(int(np.isfinite(h).sum()))
+        row("activity-contrast share per activity (report)", "interval", contrast,
+            f"P(first activity) = 0.6 + (psi_a1 - psi_a2) / 2 + pair (sd 0.05), psi ~ U(-{spread:g}, {spread:g})",
+            hits, hits_per_seed=by_seed,
+            note=(f"{np.mean(n_ci):.1f} of {np.mean(n_cells):.0f} activities have >= {vg.MIN_PAIRS_FOR_INTERVAL} "
+                  "pairs and an interval (coverage over those); MC SE with the seed as the cluster"))
+    # Figs 3/5 perception score per identity at this budget (gap_interval_rows has it at 12)
+    fig = (f"vignette_perception ('struggle') at pairs_per_identity {k}: 329 identities, {329 * k} identity-contrast "
+           "pairs, one answer a pair")
+    for rms in PERCEPTION_SCORE_THETA:
+        hits, by_seed, n_ci = _perception_score_hits(seed, seeds, rms, k, 235_000, 4 if quick else SHARE_TRUTH_DESIGNS // 4)
+        row("Figs 3/5 perception score 100 - P(i) per identity (report)", "interval", fig,
+            f"identity preference theta rms {rms:g} per stratum; side, pair and image effects", hits,
+            hits_per_seed=by_seed,
+            note=(f"{np.mean(n_ci):.0f} of 329 identities with an interval (>= {vg.MIN_PAIRS_FOR_INTERVAL} pairs; one "
+                  "answer a pair: mid-p binomial); truth: 100 - expected share over the sampler's designs; MC SE with "
+                  "the seed as the cluster"))
+    return rows
+
+
 def gap_interval_rows(n_seeds: int, seed: int, offset: int = 0, quick: bool = False,
                       parts: tuple[str, ...] = GAP_INTERVAL_PARTS) -> list[dict]:
     """Coverage rows (1 Dec 2026): ``factuality_scores`` / ``perception_scores``: Figs 3 and 5's per-identity
     factuality F(i) and perception 100 - P(i) at pairs_per_identity 12 (where D(i) is calibrated, :func:`share_rows`; at the
-    default budgets an identity has 2-6 pairs and no interval); ``factuality_rates``: the response rates
+    factuality default budget an identity has 2-6 pairs and no interval); ``factuality_rates``: the response rates
     (valid / refusal / invalid) at ``vignette_factuality``'s default design (2 or 4 docs a pair)."""
-    from lm_eval_bias.vignette import analysis, paradigms as vp
+    from lm_eval_bias.vignette import paradigms as vp
 
     rows = []
     seeds = range(offset, offset + n_seeds)
-    minimum = vg.MIN_PAIRS_FOR_INTERVAL
-    names, _ = real_identities()
     k = RECOMMENDED_DECISION_BUDGET
 
     def row(quantity, design, dgp, truth, estimates, hits, note="", hits_per_seed=None):
         rows.append(_row(quantity, "interval", design, dgp, truth, estimates, covered=hits, n_seeds=n_seeds,
                          seed=seed, note=note, hits_per_seed=hits_per_seed))
-
-    covered = _covered
 
     n_truth = 4 if quick else SHARE_TRUTH_DESIGNS // 4
     if "factuality_scores" in parts:
@@ -1383,22 +1578,7 @@ def gap_interval_rows(n_seeds: int, seed: int, offset: int = 0, quick: bool = Fa
         fig = (f"vignette_perception ('struggle') at pairs_per_identity {k}: 329 identities, {329 * k} identity-contrast "
                "pairs, one answer a pair")
         for rms in PERCEPTION_SCORE_THETA:
-            theta = real_theta(rms)
-            truth = _superpopulation_share(
-                (lambda t_e: (t_e[0]["identity"].to_numpy(), t_e[1]))(_perception_expected(
-                    np.random.default_rng([seed, 231_000 + int(rms * 1000), d]), theta, k, names))
-                for d in range(n_truth))
-            hits, by_seed, n_ci = [], [], []
-            for s in seeds:
-                rng = np.random.default_rng([seed, 230_000 + int(rms * 1000), s])
-                table, _ = _perception_expected(rng, theta, k, names)
-                out = vp.paradigm_score_intervals({"perception": table}, None, n_boot=1)
-                idx = out["estimate"].index.get_level_values("identity")
-                h = covered(out["ci_low"]["perception"].to_numpy(), out["ci_high"]["perception"].to_numpy(),
-                            100.0 - truth.reindex(idx).to_numpy())
-                hits.extend(h[np.isfinite(h)].tolist())
-                by_seed.append(h)
-                n_ci.append(int(np.isfinite(h).sum()))
+            hits, by_seed, n_ci = _perception_score_hits(seed, seeds, rms, k, 230_000, n_truth)
             row("Figs 3/5 perception score 100 - P(i) per identity (report)", fig,
                 f"identity preference theta rms {rms:g} per stratum; side, pair and image effects", math.nan, [], hits,
                 note=(f"{np.mean(n_ci):.0f} of 329 identities with an interval (one answer a pair: mid-p binomial); "
