@@ -175,11 +175,15 @@ def test_sampler_is_stratified_deterministic_and_covers_everything(kind):
 
 
 @pytest.mark.skipif(not UPSTREAM.is_dir(), reason="../shared/upstream/vignette not present")
+def _upstream_catalog(lists) -> Catalog:
+    """The catalog of the authors' lists with every identity x activity image."""
+    return Catalog([{"gender": i.gender, "descriptor": i.descriptor, "dimension": i.dimension, "activity": a.name}
+                    for i in lists.identities for a in lists.activities])
+
+
 def test_sampler_covers_all_upstream_activities_at_the_default_budget():
     lists = read_lists(UPSTREAM)
-    rows = [{"gender": i.gender, "descriptor": i.descriptor, "dimension": i.dimension, "activity": a.name}
-            for i in lists.identities for a in lists.activities]
-    specs = list(sample_pairs(Catalog(rows), "identity", 1))
+    specs = list(sample_pairs(_upstream_catalog(lists), "identity", 1))
     assert {s.left.activity for s in specs} == {a.name for a in lists.activities}
     assert len({(s.gender, s.left.descriptor) for s in specs} | {(s.gender, s.right.descriptor) for s in specs}) == 329
 
@@ -187,9 +191,7 @@ def test_sampler_covers_all_upstream_activities_at_the_default_budget():
 def _pairs_per_identity(lists, kinds: tuple[str, ...], per_identity: int) -> Counter:
     """Image pairs showing each identity (gender, descriptor) that the tasks' sampler draws on the authors'
     lists with every identity x activity image, summed over the pairing types ``kinds``."""
-    rows = [{"gender": i.gender, "descriptor": i.descriptor, "dimension": i.dimension, "activity": a.name}
-            for i in lists.identities for a in lists.activities]
-    catalog, seen = Catalog(rows), Counter()
+    catalog, seen = _upstream_catalog(lists), Counter()
     for kind in kinds:
         for spec in sample_pairs(catalog, kind, per_identity):
             seen.update({(spec.gender, spec.left.descriptor), (spec.gender, spec.right.descriptor)})
