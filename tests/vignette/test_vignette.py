@@ -452,7 +452,6 @@ def test_noisy_preference_refusals_and_paper_sampling(vignette_env):
     for key, rate in (("refusal_rate", 0.2), ("invalid_rate", 0.1 * 0.8)):
         assert abs(m[key] - rate) < 4 * math.sqrt(rate * (1 - rate) / n), key
     from lm_eval_bias import samples
-    from lm_eval_bias.vignette import stats
 
     table = samples.vignette_option_table(_records(results, "vignette_decision"))
     rows = table[table["identity"] == "old man"]
