@@ -39,7 +39,7 @@ README = ROOT / "README.md"
 SKIP: dict[str, str] = {
     "bash scripts/setup.sh": "installs packages from PyPI (network); .ci/run runs it on every CI build",
     "TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu bash scripts/setup.sh": "installs from PyTorch's index (network)",
-    ".venv/bin/python -m pytest -q -p no:cacheprovider": "the whole test-suite, of which this test is part",
+    ".venv/bin/python -m pytest -q -p no:cacheprovider -n 2 --dist loadfile": "the whole test-suite, of which this test is part",
     "pip install torch==2.13.0": "installs from a package index (network)",
     'pip install -e ".[hf]"': "installs from PyPI (network)",
     "--model hf-multimodal --model_args pretrained=Qwen/Qwen2.5-VL-7B-Instruct": "a 7B model from the Hub and a GPU",
