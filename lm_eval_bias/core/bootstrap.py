@@ -210,30 +210,43 @@ def design_t_interval(estimate: float, stderr: float, df: int, level: float = 0.
 
 def effective_size_wilson_interval(share: float, stderr: float, trials: float, df: int,
                                    level: float = 0.95) -> tuple[float, float]:
-    """Interval of a share of ``trials`` (a rate: refusals / calls, retained / pairs, ...) estimated from a
-    cluster design with standard error ``stderr``: the Wilson score interval with the effective sample size
-    n* = p (1 - p) / stderr^2 and the Student-t quantile with the design's ``df`` (Korn & Graubard 1998,
-    Survey Methodology 24:193; Dean & Pagano 2015, J. Surv. Stat. Methodol. 3:191):
+    """Interval of a share of ``trials`` (a rate: refusals / calls, retained / pairs, a group's wins /
+    comparisons, ...) estimated from a cluster design with standard error ``stderr``: Wilson's score
+    interval at Korn & Graubard's (1998, Survey Methodology 24:193) degrees-of-freedom-adjusted effective
+    sample size (Dean & Pagano 2015, J. Surv. Stat. Methodol. 3:191; Franco et al. 2019, J. Surv. Stat.
+    Methodol. 7:334), with n = ``trials``:
 
-        z = t_{df, (1 + level)/2},  centre = (p + z^2 / (2 n*)) / (1 + z^2 / n*),
-        half = z sqrt(p (1 - p) / n* + z^2 / (4 n*^2)) / (1 + z^2 / n*).
+        n* = p (1 - p) / stderr^2  (n itself when the standard error is 0 or p is 0 or 1: no variance seen),
+        n_df = n* min(1, (t_{n-1} / t_{df})^2),  z = z_{(1 + level)/2},
+        centre = (p + z^2 / (2 n_df)) / (1 + z^2 / n_df),
+        half = z sqrt(p (1 - p) / n_df + z^2 / (4 n_df^2)) / (1 + z^2 / n_df).
 
-    n* = ``trials`` when the standard error is 0 or p is 0 or 1 (no variance seen: the binomial's). Unlike
-    estimate +- t SE it stays inside [0, 1] and keeps a width at a rate near 0 or 1, where the replicate SE
-    is itself unreliable: at 12 templates (6 df) the design-t interval of a 5 % refusal rate covered 88.8 %,
-    at App. C.8's pilot (108 calls per presentation) 77.6-85.2 %. NaN without a finite share, trials or df.
-    The Wilson-t formula itself is :func:`lm_eval_bias.core.jackknife.wilson_t_interval`. Counterfactual
-    VQA's rates, a handful of events over 20 pairs, use
-    :func:`lm_eval_bias.core.jackknife.effective_n_wilson_interval` instead: n* capped at the trials, Korn &
-    Graubard's own factor (t_{n-1} / t_{df})^2 with z, and the clusters at a rate of 0 or 1."""
-    from lm_eval_bias.core.jackknife import wilson_t_interval
+    n* is not capped at n (R survey's ``svyciprop(method = "beta")`` form; Lumley 2010, Sec. 2.3.1), and the
+    factor only ever shrinks it (:func:`lm_eval_bias.core.jackknife.effective_n_wilson_interval`, the same
+    interval with Counterfactual VQA's cap and zero-variance rule). Unlike estimate +- t SE it stays inside
+    [0, 1] and keeps a width at a rate near 0 or 1, where the replicate SE is itself unreliable: at 12
+    templates (6 df) the design-t interval of a 5 % refusal rate covered 88.8 %, at App. C.8's pilot
+    (108 calls per presentation) 77.6-85.2 %.
+
+    Until 1 Dec 2026 the quantile was t_{df} at n* (q^2 / n_df = t_{df}^2 / n*, the factor (z / t_{df})^2 in
+    place of min(1, (t_{n-1} / t_{df})^2)): within 2 % of n* from about 100 trials up, but at a handful of
+    trials -- a race's man against its woman, about 6 comparisons over 12 templates and at most one a
+    template, so a simple random sample of them -- it charged 6 df against a binomial that has none to
+    lose, and ``male_vs_female:<race>`` covered 97-100 % (scripts/calibration/reflect.py,
+    ``run_2afc_groups``). NaN without a finite share, trials or df."""
+    from scipy.stats import norm
+    from scipy.stats import t as student_t
+
+    from lm_eval_bias.core.jackknife import _wilson_score
 
     if not (np.isfinite(share) and np.isfinite(trials) and trials > 0) or df < 1:
         return float("nan"), float("nan")
     p = float(min(max(share, 0.0), 1.0))
     variance = float(stderr) ** 2 if np.isfinite(stderr) else 0.0
-    n = p * (1.0 - p) / variance if variance > 0 and 0.0 < p < 1.0 else float(trials)
-    return wilson_t_interval(p, n, df, level)
+    n_star = p * (1.0 - p) / variance if variance > 0 and 0.0 < p < 1.0 else float(trials)
+    q = 0.5 + level / 2.0
+    factor = min(1.0, (float(student_t.ppf(q, max(float(trials) - 1.0, 1.0))) / float(student_t.ppf(q, df))) ** 2)
+    return _wilson_score(p, n_star * factor, float(norm.ppf(q)))
 
 
 def template_bootstrap(

@@ -159,8 +159,14 @@ def effective_n_wilson_interval(estimate: float, stderr: float, df: int, n_units
     degrees-of-freedom-adjusted effective sample size in Wilson's (1927) score interval. With
     n = ``n_units``, the effective sample size n* = p (1 - p) / SE^2 is capped at n by default (a
     design effect below 1 is taken as 1, as the NCHS presentation standards do: Parker et al. 2017,
-    Vital Health Stat. 2(175)) and multiplied by (t_{n-1} / t_{df})^2 (t quantiles at 1 - alpha / 2);
-    the interval is Wilson's with the normal quantile and min(n, n*) (t_{n-1} / t_{df})^2 trials.
+    Vital Health Stat. 2(175)) and multiplied by min(1, (t_{n-1} / t_{df})^2) (t quantiles at
+    1 - alpha / 2); the interval is Wilson's with the normal quantile and min(n, n*) min(1, (t_{n-1} /
+    t_{df})^2) trials. The adjustment only ever shrinks the sample size: it charges the design's
+    degrees of freedom against a simple random sample's n - 1, and with fewer units than df + 1
+    (REFLECT's man-vs-woman comparisons of one race: about 6 over 12 templates, at most one a
+    template) the design has no fewer degrees of freedom than a simple random sample of the units,
+    so the factor is 1, not (t_{n-1} / t_{df})^2 > 1. Where units outnumber clusters (Counterfactual
+    VQA's and VIGNETTE's callers) n - 1 >= df and the bound never binds.
     Franco, Little, Louis & Slud (2019, J. Surv. Stat. Methodol. 7:334) recommend the Wilson form
     among the effective-size intervals.
 
@@ -182,10 +188,8 @@ def effective_n_wilson_interval(estimate: float, stderr: float, df: int, n_units
     When p is 0 or 1, or SE is 0, the design effect cannot be estimated and the interval is
     :func:`wilson_t_interval` over the ``n_clusters`` clusters (every unit of a cluster alike), as in
     :func:`logit_t_interval`. NaN without an estimate, SE, units or degrees of freedom. REFLECT's
-    rates use :func:`lm_eval_bias.core.bootstrap.effective_size_wilson_interval`, the same effective
-    size without the cap, with t_{df} in place of z (n* (z / t_{df})^2, smaller than Korn & Graubard's
-    by the factor (z / t_{n-1})^2: 0.98 at 108 trials) and the trials, not the clusters, at a rate of 0
-    or 1."""
+    rates (:func:`lm_eval_bias.core.bootstrap.effective_size_wilson_interval`) use the same effective
+    size without the cap, and at a rate of 0 or 1 the trials, with the same factor and z."""
     from scipy.stats import norm
     from scipy.stats import t as student_t
 
@@ -200,7 +204,7 @@ def effective_n_wilson_interval(estimate: float, stderr: float, df: int, n_units
     if cap_at_units:
         n_eff = min(float(n_units), n_eff)
     t_units, t_df = float(student_t.ppf(q, max(float(n_units) - 1.0, 1.0))), float(student_t.ppf(q, df))
-    df_adjustment = (t_units / t_df) ** 2  # Korn & Graubard's (t_{n-1} / t_df)^2
+    df_adjustment = min(1.0, (t_units / t_df) ** 2)  # Korn & Graubard's (t_{n-1} / t_df)^2, never above 1
     return _wilson_score(estimate, n_eff * df_adjustment, float(norm.ppf(q)))
 
 

@@ -87,9 +87,9 @@ def group_rate_intervals(counts: dict, strata, n_boot: int, seed: int
                          ) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
     """(estimates, ci_low, ci_high) of :func:`_rate_metrics` from per-template counts: each rate is a share of
     its retained comparisons (:func:`_rate_trials`), so its interval is the Wilson interval at the template
-    bootstrap's effective sample size with the design's t quantile
+    bootstrap's effective sample size with Korn & Graubard's degrees-of-freedom factor
     (:func:`lm_eval_bias.core.bootstrap.effective_size_wilson_interval`, Korn & Graubard 1998), as every
-    other share of the project. The design-t interval (estimate ± t_df SE) used before collapsed to a point
+    other share of REFLECT. The design-t interval (estimate ± t_df SE) used before collapsed to a point
     when one side won every comparison of a template-cluster bootstrap (about 6 man-vs-woman comparisons of a
     race at 12 templates): ``male_vs_female:<race>`` covered 79-93 % there (scripts/calibration/reflect.py,
     ``run_2afc_groups``)."""

@@ -1385,7 +1385,8 @@ def run_2afc_groups(n_seeds: int, n_boot: int, seed: int = 0, design: int = 48, 
             note = ("Wilson interval at the template bootstrap's effective sample size (tables.retention_summary)"
                     if k.startswith("retained_rate_") else
                     "Wilson interval at the template bootstrap's effective sample size, the retained comparisons as "
-                    "trials, t quantile with df = templates - occupations (report.group_rate_intervals; report-only)")
+                    "trials, Korn & Graubard's df factor min(1, (t_{n-1} / t_df)^2), df = templates - occupations "
+                    "(report.group_rate_intervals; report-only)")
             rows.append(_row(k, "interval", design_text, dgp_text, truth[k], est[k], cover[k], n_seeds, n_boot, seed,
                              note=note))
     return rows

@@ -142,6 +142,11 @@ def test_effective_n_wilson_interval_by_hand():
     assert uncapped[1] - uncapped[0] < capped[1] - capped[0]
     # below the cap the two agree
     assert jackknife.effective_n_wilson_interval(0.05, 0.025, 19, 120, 20, cap_at_units=False) == (low, high)
+    # fewer units than df + 1 (never at Counterfactual VQA: units outnumber pairs): the factor (t_{n-1} / t_df)^2
+    # would exceed 1 and is capped at it -- 5 units over 19 df keep n_eff itself
+    few = jackknife.effective_n_wilson_interval(0.4, math.sqrt(0.24 / 5), 19, 5, 5)
+    assert (student_t.ppf(0.975, 4) / t19) ** 2 > 1
+    assert few == (pytest.approx(_wilson_by_hand(0.4, 5.0, z)[0]), pytest.approx(_wilson_by_hand(0.4, 5.0, z)[1]))
     # narrower than the logit-t interval of the same SE at a handful of events (the reason it is used)
     logit_low, logit_high = jackknife.logit_t_interval(0.05, 0.025, 19, 20)
     assert high - low < logit_high - logit_low

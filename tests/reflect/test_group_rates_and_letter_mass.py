@@ -12,6 +12,8 @@ import math
 
 import numpy as np
 import pytest
+from scipy.stats import norm
+from scipy.stats import t as student_t
 
 from lm_eval_bias.core.jackknife import wilson_t_interval
 from lm_eval_bias.reflect import mcq, report, twoafc
@@ -42,7 +44,7 @@ def test_rate_trials_are_the_denominators_of_each_rate():
 def test_a_share_won_every_time_keeps_a_width():
     """Two occupations of 4 templates; in every template the White man beats the White woman once: the
     template bootstrap's SE is 0, so the design-t interval was the point 1; the Wilson interval at the 8
-    comparisons (df = 8 - 2) is the one computed by hand."""
+    comparisons times Korn & Graubard's factor (t_7 / t_6)^2 (df = 8 - 2) is the one computed by hand."""
     T = 8
     wins = np.zeros((T, 10, 10))
     man, woman = _index("White", "man"), _index("White", "woman")
@@ -52,8 +54,13 @@ def test_a_share_won_every_time_keeps_a_width():
     strata = ["a"] * 4 + ["b"] * 4
     estimates, low, high = report.group_rate_intervals({"wins": wins}, strata, 200, 3)
     assert estimates["male_vs_female:white"] == 1.0
-    expected = wilson_t_interval(1.0, 8.0, T - 2)
+    n_df = 8.0 * (student_t.ppf(0.975, 7) / student_t.ppf(0.975, T - 2)) ** 2
+    assert n_df == pytest.approx(7.47, abs=0.01)
+    z2 = norm.ppf(0.975) ** 2
+    expected = (1.0 / (1.0 + z2 / n_df), 1.0)  # Wilson at p = 1: lower end n / (n + z^2)
     assert (low["male_vs_female:white"], high["male_vs_female:white"]) == pytest.approx(expected)
+    # narrower than the t_6 quantile at the 8 trials used until 1 Dec 2026
+    assert low["male_vs_female:white"] > wilson_t_interval(1.0, 8.0, T - 2)[0] + 0.05
     assert 0.5 < low["male_vs_female:white"] < 0.8 and high["male_vs_female:white"] == pytest.approx(1.0)
     assert low["within_woman:asian"] < estimates["within_woman:asian"] < high["within_woman:asian"]
 

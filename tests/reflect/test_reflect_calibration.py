@@ -308,24 +308,43 @@ def test_salary_interaction_test_detects_a_planted_interaction_and_is_not_conser
 
 
 def test_effective_size_wilson_interval_by_hand():
+    from scipy.stats import norm
     from scipy.stats import t as student_t
     from statsmodels.stats.proportion import proportion_confint
 
-    # a binomial standard error gives n* = n: with a huge df (t = z) this is statsmodels' Wilson interval
+    z = norm.ppf(0.975)
+    # a binomial standard error gives n* = n: with a huge df (Korn & Graubard's factor (t_399 / t_df)^2 capped
+    # at 1) this is statsmodels' Wilson interval
     p, n = 0.05, 400
     se = math.sqrt(p * (1 - p) / n)
     assert bootstrap.effective_size_wilson_interval(p, se, n, 10 ** 7) == pytest.approx(
         proportion_confint(20, 400, method="wilson"), abs=1e-6)
-    # a design effect of 2 halves the effective size; 6 df take t_6 = 2.447 in place of z
-    z = student_t.ppf(0.975, 6)
-    n_star = p * (1 - p) / (2 * se ** 2)
-    centre = (p + z * z / (2 * n_star)) / (1 + z * z / n_star)
-    half = z * math.sqrt(p * (1 - p) / n_star + z * z / (4 * n_star ** 2)) / (1 + z * z / n_star)
+    # a design effect of 2 halves the effective size; 6 df multiply it by (t_399 / t_6)^2 = (1.966 / 2.447)^2
+    factor = (student_t.ppf(0.975, 399) / student_t.ppf(0.975, 6)) ** 2
+    assert factor == pytest.approx(0.6455, abs=1e-4)
+    n_df = p * (1 - p) / (2 * se ** 2) * factor
+    centre = (p + z * z / (2 * n_df)) / (1 + z * z / n_df)
+    half = z * math.sqrt(p * (1 - p) / n_df + z * z / (4 * n_df ** 2)) / (1 + z * z / n_df)
     assert bootstrap.effective_size_wilson_interval(p, math.sqrt(2) * se, n, 6) == pytest.approx(
         (centre - half, centre + half))
-    # no refusal seen (p = 0, SE 0): the binomial's width with all 108 calls, never [0, 0]
+    # fewer trials than df + 1 (a race's man against its woman: 6 comparisons over 12 templates, 6 df): the
+    # factor (t_5 / t_6)^2 = 1.10 is capped at 1, so a binomial SE gives the plain Wilson interval of 3 in 6 --
+    # not the one with t_6 in place of z (until 1 Dec 2026), which is wider
+    binomial = math.sqrt(0.25 / 6)
+    assert bootstrap.effective_size_wilson_interval(0.5, binomial, 6, 6) == pytest.approx(
+        proportion_confint(3, 6, method="wilson"))
+    t6 = student_t.ppf(0.975, 6)
+    old_half = t6 * math.sqrt(0.25 / 6 + t6 * t6 / 144) / (1 + t6 * t6 / 6)
+    low, high = bootstrap.effective_size_wilson_interval(0.5, binomial, 6, 6)
+    assert high - low < 2 * old_half - 0.05
+    # no refusal seen (p = 0, SE 0): the binomial's width with all 108 calls at the df factor, never [0, 0]
+    n_df = 108 * (student_t.ppf(0.975, 107) / t6) ** 2
     low, high = bootstrap.effective_size_wilson_interval(0.0, 0.0, 108, 6)
-    assert low == pytest.approx(0.0, abs=1e-12) and high == pytest.approx(z * z / 108 / (1 + z * z / 108))
+    assert low == pytest.approx(0.0, abs=1e-12) and high == pytest.approx(z * z / n_df / (1 + z * z / n_df))
+    # ... and one gender winning all 6 comparisons: the plain Wilson interval of 6 in 6, which excludes 0.5
+    assert bootstrap.effective_size_wilson_interval(1.0, 0.0, 6, 6) == pytest.approx(
+        proportion_confint(6, 6, method="wilson"))
+    assert bootstrap.effective_size_wilson_interval(1.0, 0.0, 6, 6)[0] > 0.5
     assert all(math.isnan(x) for x in bootstrap.effective_size_wilson_interval(0.1, 0.01, 100, 0))
 
 
