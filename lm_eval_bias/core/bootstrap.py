@@ -235,18 +235,15 @@ def effective_size_wilson_interval(share: float, stderr: float, trials: float, d
     lose, and ``male_vs_female:<race>`` covered 97-100 % (scripts/calibration/reflect.py,
     ``run_2afc_groups``). NaN without a finite share, trials or df."""
     from scipy.stats import norm
-    from scipy.stats import t as student_t
 
-    from lm_eval_bias.core.jackknife import _wilson_score
+    from lm_eval_bias.core.jackknife import _wilson_score, korn_graubard_df_factor
 
     if not (np.isfinite(share) and np.isfinite(trials) and trials > 0) or df < 1:
         return float("nan"), float("nan")
     p = float(min(max(share, 0.0), 1.0))
     variance = float(stderr) ** 2 if np.isfinite(stderr) else 0.0
     n_star = p * (1.0 - p) / variance if variance > 0 and 0.0 < p < 1.0 else float(trials)
-    q = 0.5 + level / 2.0
-    factor = min(1.0, (float(student_t.ppf(q, max(float(trials) - 1.0, 1.0))) / float(student_t.ppf(q, df))) ** 2)
-    return _wilson_score(p, n_star * factor, float(norm.ppf(q)))
+    return _wilson_score(p, n_star * korn_graubard_df_factor(trials, df, level), float(norm.ppf(0.5 + level / 2.0)))
 
 
 def template_bootstrap(

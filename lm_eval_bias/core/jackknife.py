@@ -191,7 +191,6 @@ def effective_n_wilson_interval(estimate: float, stderr: float, df: int, n_units
     rates (:func:`lm_eval_bias.core.bootstrap.effective_size_wilson_interval`) use the same effective
     size without the cap, and at a rate of 0 or 1 the trials, with the same factor and z."""
     from scipy.stats import norm
-    from scipy.stats import t as student_t
 
     if not np.isfinite(estimate) or df < 1 or not n_units > 0:
         return float("nan"), float("nan")
@@ -199,13 +198,20 @@ def effective_n_wilson_interval(estimate: float, stderr: float, df: int, n_units
         return wilson_t_interval(estimate, n_clusters, df, level)
     if not np.isfinite(stderr):
         return float("nan"), float("nan")
-    q = 0.5 + level / 2.0
     n_eff = estimate * (1.0 - estimate) / (stderr * stderr)
     if cap_at_units:
         n_eff = min(float(n_units), n_eff)
-    t_units, t_df = float(student_t.ppf(q, max(float(n_units) - 1.0, 1.0))), float(student_t.ppf(q, df))
-    df_adjustment = min(1.0, (t_units / t_df) ** 2)  # Korn & Graubard's (t_{n-1} / t_df)^2, never above 1
-    return _wilson_score(estimate, n_eff * df_adjustment, float(norm.ppf(q)))
+    return _wilson_score(estimate, n_eff * korn_graubard_df_factor(n_units, df, level), float(norm.ppf(0.5 + level / 2.0)))
+
+
+def korn_graubard_df_factor(n_units: float, df: int, level: float = 0.95) -> float:
+    """Korn & Graubard's (1998) degrees-of-freedom factor on an effective sample size, min(1, (t_{n-1} /
+    t_{df})^2) with t quantiles at (1 + level) / 2 and n = ``n_units``: the design's df charged against a
+    simple random sample's n - 1, never above 1 (:func:`effective_n_wilson_interval`)."""
+    from scipy.stats import t as student_t
+
+    q = 0.5 + level / 2.0
+    return min(1.0, (float(student_t.ppf(q, max(float(n_units) - 1.0, 1.0))) / float(student_t.ppf(q, df))) ** 2)
 
 
 def ratio_jackknife(y: np.ndarray, n: np.ndarray, strata: np.ndarray) -> float:
