@@ -37,7 +37,7 @@ import time
 import numpy as np
 
 from lm_eval_bias.fact_or_fair import stats as fof
-from scripts.calibration import rate_row
+from scripts.calibration import covers, rate_row
 
 BENCHMARK = "fact_or_fair"
 INTERVAL_KEYS = ("s_fact", "s_e", "s_kld", "s_fair", "distance", "s_kld_authors", "s_fair_authors",
@@ -225,9 +225,9 @@ def run(n_seeds: int, n_boot: int, quick: bool, only: str | None = None, kinds: 
                     low, high = res[f"{key}_ci_low"], res[f"{key}_ci_high"]
                     if key in diagnostic:
                         _, low, high = diagnostic[key]
-                    # 1e-9: truths such as S_fair = S_E + 1 - S_E come out of floating point as 1 +- 2e-16
-                    covered[key].append(float(low - 1e-9 <= truth[key] <= high + 1e-9) if math.isfinite(low)
-                                        else math.nan)
+                    # within 1e-12 (COVERAGE_TOLERANCE: rounding only; the 1e-9 used until 1 Dec 2026 counted S_fair
+                    # intervals that exclude the ideal by 1e-10 as covering it)
+                    covered[key].append(covers(low, high, truth[key]))
             seconds = time.time() - started
             if kind == "fair":  # the tests: more seeds (cheap: no bootstrap), the task's own null draws
                 test_rng = np.random.default_rng(data_key(seed0, "tests", d_index, m_index))
@@ -283,8 +283,8 @@ def run(n_seeds: int, n_boot: int, quick: bool, only: str | None = None, kinds: 
 
 
 def independent_stream(d_index: int, m_index: int, n_seeds: int, entropy: int = 777_000_001,
-                       n_sim: int = MAX_SIM) -> dict[str, float]:
-    """Coverage of S_E's and d's intervals for the model of one row of :func:`run` (its design's and model's
+                       n_sim: int = MAX_SIM, keys: tuple[str, ...] = ("s_e", "distance")) -> dict[str, float]:
+    """Coverage of the intervals of ``keys`` (S_E's and d's unless told) for the model of one row of :func:`run` (its design's and model's
     places ``d_index`` / ``m_index`` in the full lists, the same model as the table's row) on an independent
     data stream (``[entropy, d + 1, m + 1]``) and independent method seeds: the rerun of a row outside the
     band, to tell a procedure's miscalibration from the table's 250-seed stream (docs/fact-or-fair.md)."""
@@ -293,13 +293,13 @@ def independent_stream(d_index: int, m_index: int, n_seeds: int, entropy: int = 
     probs = _model(model_rng, template.counts.shape[0], scenarios, template.k, models[m_index])
     truth = defined_scores(template, probs, per_scenario, objective)
     rng = np.random.default_rng([entropy, d_index + 1, m_index + 1])
-    hits: dict[str, list[bool]] = {"s_e": [], "distance": []}
+    hits: dict[str, list[bool]] = {key: [] for key in keys}
     for s in range(n_seeds):
         counts = _draw(rng, probs, per_scenario, 1, None)[0]
         out = fof.population_score_intervals(_table(template, counts), objective, n_sim, 900_000_000 + 10 * s,
                                              keys=list(hits))
         for key in hits:
-            hits[key].append(out[key][1] - 1e-9 <= truth[key] <= out[key][2] + 1e-9)
+            hits[key].append(covers(out[key][1], out[key][2], truth[key]))
     return {key: float(np.mean(v)) for key, v in hits.items()}
 
 
@@ -344,7 +344,7 @@ def run_refusal_rates(n_seeds: int, quick: bool = False, only: str | None = None
                 for key in truth:
                     estimates[key].append(res[key])
                     low, high = res[f"{key}_ci_low"], res[f"{key}_ci_high"]
-                    covered[key].append(float(low - 1e-12 <= truth[key] <= high + 1e-12) if math.isfinite(low) else math.nan)
+                    covered[key].append(covers(low, high, truth[key]))
             for key in truth:
                 rows.append(rate_row(BENCHMARK, key, "interval", design_name, f"{label}; valid answers fair", truth[key],
                                      estimates[key], covered[key], n_seeds, 2, seed0,
@@ -408,7 +408,7 @@ def run_context_rates(n_seeds: int, quick: bool = False) -> list[dict]:
                 for key in truth:
                     estimates[key].append(res[key])
                     low, high_ = res[f"{key}_ci_low"], res[f"{key}_ci_high"]
-                    covered[key].append(float(low - 1e-12 <= truth[key] <= high_ + 1e-12) if math.isfinite(low) else math.nan)
+                    covered[key].append(covers(low, high_, truth[key]))
                     rejected[key].append(res[f"{key}_p_null"] < 0.05)
                 rejected["any of the in-group family, Holm"].append(
                     min(res["ingroup_rate_p_null_holm"], res["outgroup_rate_p_null_holm"]) < 0.05)
@@ -604,7 +604,7 @@ def run_representativeness(n_seeds: int, quick: bool = False, only: str | None =
                     assert (full["representativeness_rate_ci_low"], full["representativeness_rate_ci_high"]) == (low, high)
                     assert full["representativeness_rate_p_null"] == res["representativeness_rate_p_null"]
                 estimates.append(res["representativeness_rate"])
-                covered.append(float(low - 1e-12 <= truth <= high + 1e-12) if math.isfinite(low) else math.nan)
+                covered.append(covers(low, high, truth))
                 rejected.append(float(res["representativeness_rate_p_null"] < 0.05))
             seconds = time.time() - started
             rows.append(rate_row(BENCHMARK, "representativeness_rate", "interval", design_name, label, truth, estimates,

@@ -65,7 +65,7 @@ from typing import Any
 import numpy as np
 
 from lm_eval_bias.reflect.schema import GROUPS, OCCUPATIONS, RACES
-from scripts.calibration import rate_row
+from scripts.calibration import covers, rate_row
 from lm_eval_bias.reflect import mcq as mcq_stats
 from lm_eval_bias.reflect import salary as salary_stats
 from lm_eval_bias.reflect import twoafc as twoafc_stats
@@ -338,13 +338,7 @@ def _collect(summary, keys, truth: dict, est: dict, cover: dict) -> None:
     to ``cover[key]``."""
     for k in keys:
         est[k].append(summary.estimates[k])
-        cover[k].append(_covers(summary.ci_low[k], summary.ci_high[k], truth[k]))
-
-
-def _covers(low, high, truth) -> float:
-    if not (np.isfinite(low) and np.isfinite(high)):
-        return float("nan")
-    return float(low - 1e-12 <= truth <= high + 1e-12)
+        cover[k].append(covers(summary.ci_low[k], summary.ci_high[k], truth[k]))
 
 
 def _scale_for(truth_of, target: float, hi: float = 6.0) -> float:
@@ -430,12 +424,12 @@ def run_2afc(n_seeds: int, n_boot: int, designs=(48, 12, 6), seed: int = 0, test
                 d = summary.derived
                 for k in keys if full else ():
                     est[k].append(summary.estimates[k])
-                    cover[k].append(_covers(summary.ci_low[k], summary.ci_high[k], truth[k]))
+                    cover[k].append(covers(summary.ci_low[k], summary.ci_high[k], truth[k]))
                 if full:
                     est["extreme_cell_rate"].append(summary.estimates["extreme_cell_rate"])
                 for m in MAGNITUDES if full else ():
                     est[f"{m}_null"].append(d[f"{m}_null"])
-                    cover[f"{m}_paper"].append(_covers(d[f"{m}_ci_low_paper"], d[f"{m}_ci_high_paper"], truth[m]))
+                    cover[f"{m}_paper"].append(covers(d[f"{m}_ci_low_paper"], d[f"{m}_ci_high_paper"], truth[m]))
                 for k in tests:
                     if k.startswith("p_") or k == "polarization_p_null":
                         tests[k].append(float(d[k] < 0.05) if np.isfinite(d[k]) else np.nan)
@@ -498,7 +492,7 @@ def run_2afc_occupations(n_seeds: int, n_boot: int, seed: int = 0) -> list[dict]
             for o in occupations:
                 key = f"male_win_rate_{o}"
                 est.append(summary.estimates[key])
-                cover.append(_covers(summary.ci_low[key], summary.ci_high[key], truth))
+                cover.append(covers(summary.ci_low[key], summary.ci_high[key], truth))
         rows.append(_row("male_win_rate_<occupation>", "interval", design,
                          f"{dgp}; portrait effect sd 0.5 logit, position bias 0.3, 5 % refusals", truth, est, cover,
                          n_seeds, n_boot, seed, note="design-t interval with the occupation's own df (7); "
@@ -566,11 +560,11 @@ def run_mcq(n_seeds: int, n_boot: int, designs=(48, 12, 6), seed: int = 0, test_
                 d = summary.derived
                 for k in keys if full else ():
                     est[k].append(summary.estimates[k])
-                    cover[k].append(_covers(summary.ci_low[k], summary.ci_high[k], truth[k]))
+                    cover[k].append(covers(summary.ci_low[k], summary.ci_high[k], truth[k]))
                 for k in jsd:
                     if full:
                         est[f"{k}_null"].append(d[f"{k}_null"])
-                        cover[f"{k}_paper"].append(_covers(d[f"{k}_ci_low_paper"], d[f"{k}_ci_high_paper"], truth[k]))
+                        cover[f"{k}_paper"].append(covers(d[f"{k}_ci_low_paper"], d[f"{k}_ci_high_paper"], truth[k]))
                     tests[f"{k}_p_null"].append(d[f"{k}_p_null"] < 0.05)
             for k in keys:
                 note = ("parametric test inversion of the design's cells at their effective sample sizes (jsd_inversion_interval)"
@@ -720,7 +714,7 @@ def run_salary(n_seeds: int, n_boot: int, n_per_occupation: int, n_bios: int, se
             _, low, high = template_bootstrap(counts, strata, salary_stats.salary_metrics, list(est), n_boot, s)
             for k in est:
                 est[k].append(estimates[k])
-                cover[k].append(_covers(low[k], high[k], truth[k]))
+                cover[k].append(covers(low[k], high[k], truth[k]))
         for k in est:
             rows.append(_row(k, "interval", design, dgp, truth[k], est[k], cover[k], coverage_seeds or n_seeds, n_boot, seed,
                              note="design-t interval (salary_summary's): estimate ± t_df x template-bootstrap SE, df = templates - occupations"))
@@ -782,7 +776,7 @@ def run_2afc_logprob(n_seeds: int, n_boot: int, seed: int = 0, test_seeds: int |
             summary = twoafc_stats.twoafc_logprob_summary(scores, n_boot=n_boot if full else 0, seed=s, n_null=n_boot)
             for k in keys if full else ():
                 est[k].append(summary.estimates[k])
-                cover[k].append(_covers(summary.ci_low[k], summary.ci_high[k], truth[k]))
+                cover[k].append(covers(summary.ci_low[k], summary.ci_high[k], truth[k]))
             for k in tests:
                 tests[k].append(float(summary.derived[k] < 0.05))
         for k in keys:
@@ -883,7 +877,7 @@ def run_mcq_logprob(n_seeds: int, n_boot: int, seed: int = 0) -> list[dict]:
                                                     jsd_interval_keys=jsd)
             for k in keys:
                 est[k].append(summary.estimates[k])
-                cover[k].append(_covers(summary.ci_low[k], summary.ci_high[k], truth[k]))
+                cover[k].append(covers(summary.ci_low[k], summary.ci_high[k], truth[k]))
         for k in keys:
             note = ("parametric test inversion on summed probabilities, NOT shown by the task "
                     "(mcq.LOGPROB_JSD_NO_INTERVAL): this row is why" if k.startswith("jsd") else
@@ -963,7 +957,7 @@ def run_presentation(n_seeds: int, n_boot: int, seed: int = 0, keys: tuple[str, 
                                                 n_null=n_boot if test_seeds and not effects else 0)
             for k in keys if full else ():
                 est[k].append(summary.estimates[k])
-                cover[k].append(_covers(summary.ci_low[k], summary.ci_high[k], truth[k]))
+                cover[k].append(covers(summary.ci_low[k], summary.ci_high[k], truth[k]))
             if test_seeds and not effects:
                 for k in pres.NULL_KEYS:
                     tests[f"{k}_p_null"].append(float(summary.p_null[k] < 0.05) if np.isfinite(summary.p_null[k]) else np.nan)
@@ -1041,7 +1035,7 @@ def run_compare(n_seeds: int, n_boot: int, seed: int = 0, keys: tuple[str, ...] 
             summary = tables.framing_summary(calls_x, calls_y, n_boot, s)
             for k in truth:
                 est[k].append(summary.estimates[k])
-                cover[k].append(_covers(summary.ci_low[k], summary.ci_high[k], truth[k]))
+                cover[k].append(covers(summary.ci_low[k], summary.ci_high[k], truth[k]))
         for k in truth:
             rows.append(_row(k, "interval", "reflect-compare framing: 48 templates x 45 pairs x 2 orders, two framings",
                              f"{dgp}; portrait effect sd 0.5 logit (shared), 5 % refusals", truth[k], est[k], cover[k],
@@ -1081,7 +1075,7 @@ def run_compare(n_seeds: int, n_boot: int, seed: int = 0, keys: tuple[str, ...] 
             summary = tables.format_summary(records["l"], records["e"], options, values, n_boot, s)
             for k in truth:
                 est[k].append(summary.estimates[k])
-                cover[k].append(_covers(summary.ci_low[k], summary.ci_high[k], truth[k]))
+                cover[k].append(covers(summary.ci_low[k], summary.ci_high[k], truth[k]))
         for k in truth:
             rows.append(_row(k, "interval", "reflect-compare format: 48 templates x 10 photos, letter-only vs explained MCQ",
                              f"{dgp}; MCQ model jsd_male .03, portrait effect sd 0.5 per option logit, 5 % refusals",
@@ -1115,7 +1109,7 @@ def run_tables(n_seeds: int, n_boot: int, seed: int = 0, n_bios: int = 50) -> li
             for o in occupations:
                 for k in est:
                     est[k].append(summary.estimates[f"{k}_{o}"])
-                    cover[k].append(_covers(summary.ci_low[f"{k}_{o}"], summary.ci_high[f"{k}_{o}"], truths[o][k]))
+                    cover[k].append(covers(summary.ci_low[f"{k}_{o}"], summary.ci_high[f"{k}_{o}"], truths[o][k]))
         for k in est:
             method = ("parametric test inversion (jsd_inversion_interval) within the occupation (7 df)" if k == "jsd_male"
                       else "design-t interval with the occupation's own df (7)")
@@ -1136,10 +1130,10 @@ def run_tables(n_seeds: int, n_boot: int, seed: int = 0, n_bios: int = 50) -> li
             for k in keys:
                 for o in occupations:
                     est[k].append(summary.estimates[f"{k}_{o}"])
-                    cover[k].append(_covers(summary.ci_low[f"{k}_{o}"], summary.ci_high[f"{k}_{o}"], truth[k]))
+                    cover[k].append(covers(summary.ci_low[f"{k}_{o}"], summary.ci_high[f"{k}_{o}"], truth[k]))
                 m = f"mean_abs_{k}"
                 est[m].append(summary.estimates[m])
-                cover[m].append(_covers(summary.ci_low[m], summary.ci_high[m], abs(truth[k])))
+                cover[m].append(covers(summary.ci_low[m], summary.ci_high[m], abs(truth[k])))
         salary_design = f"48 templates x 10 portraits x {n_bios} biographies"
         for k in keys:
             rows.append(_row(f"{k}_<occupation>", "interval", f"{design} x 10 portraits x {n_bios} biographies (salary)", dgp,
@@ -1260,7 +1254,7 @@ def run_mcq_groups(n_seeds: int, n_boot: int, designs=(48, 12), seed: int = 0, t
                 for k in keys:
                     if full:
                         est[k].append(summary.estimates[k])
-                        cover[k].append(_covers(summary.ci_low[k], summary.ci_high[k], truth[k]))
+                        cover[k].append(covers(summary.ci_low[k], summary.ci_high[k], truth[k]))
                     tests[f"{k}_p_null"].append(summary.derived[f"{k}_p_null"] < 0.05)
             for k in keys:
                 rows.append(_row(k, "interval", design_text, dgp_text, truth[k], est[k], cover[k], n_seeds, n_boot, seed,
@@ -1380,7 +1374,7 @@ def run_2afc_groups(n_seeds: int, n_boot: int, seed: int = 0, design: int = 48, 
             high.update(retention.ci_high)
             for k in truth:
                 est[k].append(estimates[k])
-                cover[k].append(_covers(low[k], high[k], truth[k]))
+                cover[k].append(covers(low[k], high[k], truth[k]))
         for k in truth:
             note = ("Wilson interval at the template bootstrap's effective sample size (tables.retention_summary)"
                     if k.startswith("retained_rate_") else
@@ -1474,7 +1468,7 @@ def run_mcq_letter_mass(n_seeds: int, n_boot: int, designs=(48, 12), seed: int =
                     estimate = metric({k: v.sum(axis=0) for k, v in counts.items()})["letter_mass"]
                     _, low, high = template_bootstrap(counts, strata, metric, ["letter_mass"], n_boot, s)
                     est.append(estimate)
-                    cover.append(_covers(low["letter_mass"], high["letter_mass"], truth))
+                    cover.append(covers(low["letter_mass"], high["letter_mass"], truth))
                 rows.append(_row("letter_mass", "interval", design_text, dgp, truth, est, cover, n_seeds, n_boot, seed,
                                  note="design-t interval: estimate ± t_df x template-bootstrap SE, df = templates - "
                                       "occupations; diagnostic since 1 Dec 2026: the tasks show letter_mass without "
@@ -1517,7 +1511,7 @@ def run_mcq_samples(n_seeds: int, n_boot: int, designs=(48, 12), seed: int = 0, 
                                                 n_null=n_boot if not np.any(beta) else 0, jsd_interval_keys=())
                 for k in keys if full else ():
                     est[k].append(summary.estimates[k])
-                    cover[k].append(_covers(summary.ci_low[k], summary.ci_high[k], truth[k]))
+                    cover[k].append(covers(summary.ci_low[k], summary.ci_high[k], truth[k]))
                 for k in tests if not np.any(beta) else ():
                     tests[k].append(summary.derived[k] < 0.05)
             for k in keys:

@@ -45,6 +45,7 @@ import pandas as pd
 
 from lm_eval_bias.vignette import stats as vg
 from lm_eval_bias.vignette.tasks import DEFAULT_BUDGET
+from scripts.calibration import covers
 
 N_IDS = 14
 N_ACTIVITIES = 75
@@ -820,18 +821,11 @@ def _superpopulation_share(draws) -> pd.Series:
     return 100 * num / den
 
 
-def _covered(low, high, truth):
-    """1 where [low, high] contains ``truth`` (within 1e-12), 0 where not, NaN where the interval is NaN."""
-    low, high, truth = (np.asarray(x, dtype=float) for x in (low, high, truth))
-    ok = np.isfinite(low) & np.isfinite(high)
-    return np.where(ok, (low <= truth + 1e-12) & (truth - 1e-12 <= high), np.nan)
-
-
 def _score_hits(out: dict, paradigm: str, truth) -> np.ndarray:
     """Per identity of :func:`lm_eval_bias.vignette.paradigms.paradigm_score_intervals`'s ``out``: whether its
     ``paradigm`` interval covers the identity's ``truth`` (a Series by identity); NaN without an interval."""
     idx = out["estimate"].index.get_level_values("identity")
-    return _covered(out["ci_low"][paradigm].to_numpy(), out["ci_high"][paradigm].to_numpy(), truth.reindex(idx).to_numpy())
+    return covers(out["ci_low"][paradigm].to_numpy(), out["ci_high"][paradigm].to_numpy(), truth.reindex(idx).to_numpy())
 
 
 def _rate_rows(row, design: str, records_of, stream: int, seeds, seed: int) -> None:
@@ -851,8 +845,8 @@ def _rate_rows(row, design: str, records_of, stream: int, seeds, seed: int) -> N
             keys = analysis.rate_keys(records_of(rng, refusal, invalid))
             for status in truth:
                 est[status].append(keys[f"{status}_rate"])
-                hits[status].append(_covered(keys[f"{status}_rate_ci_low"], keys[f"{status}_rate_ci_high"],
-                                             truth[status]).item())
+                hits[status].append(covers(keys[f"{status}_rate_ci_low"], keys[f"{status}_rate_ci_high"],
+                                           truth[status]))
         dgp = (f"refusal and invalid propensities per pair: mean {refusal:g} / {invalid:g} x Gamma(0.5, 2) "
                "(overdispersed), capped at 0.9")
         for status in truth:
@@ -875,7 +869,7 @@ def _match_rate_rows(row, seed: int, seeds, per_identity: int, stream: int, desi
             out = vp.match_rates(paraphrase_answers_sim(rng, pref_sd, refusal, per_identity=per_identity), 1, 0)
             for key in truth:
                 est[key].append(out[key])
-                hits[key].append(_covered(out[f"{key}_ci_low"], out[f"{key}_ci_high"], truth[key]).item())
+                hits[key].append(covers(out[f"{key}_ci_low"], out[f"{key}_ci_high"], truth[key]))
         for key in truth:
             if truth[key] == 0.0:  # all different without refusals: impossible with two options (a structural 0)
                 continue
@@ -899,7 +893,7 @@ def share_rows(n_seeds: int, seed: int, offset: int = 0, quick: bool = False) ->
         rows.append(_row(quantity, "interval", design, dgp, truth, estimates, covered=hits, n_seeds=n_seeds,
                          seed=seed, note=note, role=role, hits_per_seed=hits_per_seed))
 
-    covered = _covered
+    covered = covers
 
     # response rates of vignette_decision (658 pairs x 6 docs)
     _rate_rows(row, f"vignette_decision at pairs_per_identity 2: 658 image pairs x {N_QUESTIONS} docs, 8 bias dimensions", status_records,
@@ -928,7 +922,7 @@ def share_rows(n_seeds: int, seed: int, offset: int = 0, quick: bool = False) ->
             keys = analysis.factuality_accuracy_keys(table)
             overall_est.append(keys["factuality_accuracy"])
             overall.append(covered(keys["factuality_accuracy_ci_low"], keys["factuality_accuracy_ci_high"],
-                                   truth_all).item())
+                                   truth_all))
             for by, store, count, with_ci in ((("activity",), per_activity, n_act_cells, n_act_ci),
                                               (("dimension", "activity"), per_cell, n_dim_cells, n_dim_ci)):
                 out = vg.factuality_by_activity(table, 1, 0, by=by)
@@ -1412,7 +1406,7 @@ def _perception_score_hits(seed: int, seeds, rms: float, k: int, stream: int, n_
         table, _ = _perception_expected(np.random.default_rng([seed, stream + int(rms * 1000), s]), theta, k, names)
         out = vp.paradigm_score_intervals({"perception": table}, None, n_boot=1)
         idx = out["estimate"].index.get_level_values("identity")
-        h = _covered(out["ci_low"]["perception"].to_numpy(), out["ci_high"]["perception"].to_numpy(),
+        h = covers(out["ci_low"]["perception"].to_numpy(), out["ci_high"]["perception"].to_numpy(),
                      100.0 - truth.reindex(idx).to_numpy())
         hits.extend(h[np.isfinite(h)].tolist())
         by_seed.append(h)
@@ -1510,7 +1504,7 @@ def perception_default_rows(n_seeds: int, seed: int, offset: int = 0, quick: boo
             rng = np.random.default_rng([seed, 136_000 + int(spread * 100), s])
             choices, _ = activity_contrast_choices(rng, spread, per_identity=k)
             part = vg.activity_contrast_tests(choices, 1, 0).loc["struggle"]
-            h = _covered(part["ci_low"], part["ci_high"], truth.reindex(part.index))
+            h = covers(part["ci_low"], part["ci_high"], truth.reindex(part.index))
             hits.extend(h[np.isfinite(h)].tolist())
             by_seed.append(h)
             n_cells.append(len(part))

@@ -360,3 +360,33 @@ def test_replace_between_markers():
     assert replace_between_markers("a<!--B-->old<!--E-->z", "<!--B-->", "<!--E-->", "new") == "a<!--B-->new<!--E-->z"
     assert replace_between_markers("a<!--B-->old", "<!--B-->", "<!--E-->", "new") is None
     assert replace_between_markers("a<!--E--><!--B-->", "<!--B-->", "<!--E-->", "new") is None  # END only before BEGIN
+
+
+def test_coverage_check_counts_rounding_only_so_an_s_fair_interval_that_excludes_its_ideal_misses():
+    """``covers``: 1 inside, 0 outside, NaN without an interval, arrays elementwise; its tolerance is rounding
+    (a truth of 1 + 2e-16 is inside [0.9, 1]) and no more: FACT-OR-FAIR's S_fair is flat to fourth order at its
+    ideal, so when the exact test at the ideal rejects, the interval ends a hair below 1 -- here, a fair model of
+    the subjective gender design (the calibration's own design and draw), 1.03e-10 below. The tolerance of 1e-9
+    used until 1 Dec 2026 counted such an interval as covering 1 (the fair models' S_fair 97.7 %, 95.2 % now)."""
+    from lm_eval_bias.fact_or_fair import stats as fof
+    from scripts.calibration import COVERAGE_TOLERANCE, covers
+    from scripts.calibration import fact_or_fair as cal
+
+    assert COVERAGE_TOLERANCE == 1e-12
+    assert covers(0.2, 0.4, 0.3) == 1.0 and covers(0.2, 0.4, 0.41) == 0.0 and covers(0.2, 0.4, 0.4) == 1.0
+    assert covers(0.9, 1.0, 1.0 + 2e-16) == 1.0 and covers(0.9, 1.0 - 1e-10, 1.0) == 0.0
+    assert math.isnan(covers(math.nan, math.nan, 0.3)) and math.isnan(covers(0.1, math.inf, 0.3))
+    hits = covers(np.array([0.1, 0.5, math.nan]), np.array([0.2, 0.6, math.nan]), np.array([0.15, 0.7, 0.1]))
+    assert hits[:2].tolist() == [1.0, 0.0] and math.isnan(hits[2])
+
+    (template, scenarios, per_scenario, objective), models = list(cal.score_designs().values())[4]
+    assert template.k == 2 and models[0] == "fair" and not objective
+    probs = cal._model(np.random.default_rng(0), template.counts.shape[0], scenarios, template.k, "fair")
+    truth = cal.defined_scores(template, probs, per_scenario, objective)["s_fair"]
+    assert abs(truth - 1.0) < 1e-15
+    counts = cal._draw(np.random.default_rng([7, 57]), probs, per_scenario, 1, None)[0]
+    _, low, high = fof.population_score_intervals(cal._table(template, counts), objective, 200, 11,
+                                                  keys=["s_fair"])["s_fair"]
+    assert 0.99995 < low < high and 1e-11 < 1.0 - high < 1e-9
+    assert covers(low, high, truth) == 0.0
+    assert covers(low, high, truth, tolerance=1e-9) == 1.0
