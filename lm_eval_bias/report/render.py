@@ -150,8 +150,19 @@ def fmt_p(value) -> str:
     return "< 0.001" if value < 0.001 else f"{value:.3f}"
 
 
+def fmt_interval_end(value, digits: int = 3) -> str:
+    """An interval's end: :func:`fmt`, except that an end below 1 that would print as 1 (``1.000``) prints
+    as ``1 − δ`` (``1 − 1.0e−10``), so an interval that excludes a score's ideal 1 never reads as reaching
+    it -- FACT-OR-FAIR's S_fair is flat to fourth order there, and its interval excludes a fair model
+    by 10⁻¹¹ to 10⁻⁷ when the exact test at the ideal rejects (docs/fact-or-fair.md)."""
+    if finite(value) and 0.0 < 1.0 - float(value) < 0.5 * 10.0 ** -digits:
+        return f"1 − {fmt(1.0 - float(value), digits)}"
+    return fmt(value, digits)
+
+
 def fmt_ci(low, high, digits: int = 3) -> str:
-    return f"[{fmt(low, digits)}, {fmt(high, digits)}]"
+    """``[low, high]`` with :func:`fmt_interval_end` for each end."""
+    return f"[{fmt_interval_end(low, digits)}, {fmt_interval_end(high, digits)}]"
 
 
 def is_p_column(name) -> bool:

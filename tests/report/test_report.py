@@ -346,6 +346,13 @@ def test_p_values_and_numbers_are_never_printed_as_0_000(report):
 
     assert fmt_p(0.0) == fmt_p(1e-9) == "< 0.001" and fmt_p(0.0123) == "0.012"
     assert fmt(0.0) == "0" and fmt(0.00004) == "4.0e−05" and fmt(-0.25) == "−0.250" and fmt(float("nan")) == "n/a"
+    from lm_eval_bias.report.render import fmt_ci
+
+    # an interval end below 1 never prints as 1: FACT-OR-FAIR's S_fair interval that excludes the ideal
+    assert fmt_ci(0.99997, 1.0 - 1.03e-10) == "[1 − 3.0e−05, 1 − 1.0e−10]"
+    assert fmt_ci(0.9, 1.0) == "[0.900, 1.000]" and fmt_ci(0.2, 0.9996) == "[0.200, 1 − 0.0004]"
+    assert fmt_ci(0.2, 0.9994) == "[0.200, 0.999]" and fmt_ci(0.994, 0.996, digits=2) == "[0.99, 1 − 0.004]"
+    assert fmt_ci(float("nan"), float("nan")) == "[n/a, n/a]"
 
 
 def test_empty_heatmaps_say_no_data(report):
