@@ -60,7 +60,7 @@ def covers(low, high, truth, tolerance: float = COVERAGE_TOLERANCE):
     """1.0 where the interval [``low``, ``high``] contains ``truth`` (within ``tolerance``,
     :data:`COVERAGE_TOLERANCE`), 0.0 where it does not, NaN where the interval is not finite (no interval:
     not counted). Scalars give a float, arrays an array of the broadcast shape. The one coverage check of
-    the REFLECT, FACT-OR-FAIR and VIGNETTE modules."""
+    every calibration module."""
     import numpy as np
 
     low, high, truth = (np.asarray(x, dtype=float) for x in (low, high, truth))

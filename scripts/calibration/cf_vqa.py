@@ -67,7 +67,7 @@ import numpy as np
 from lm_eval_bias.cf_vqa import stats
 from lm_eval_bias.cf_vqa.schema import CATEGORIES
 from lm_eval_bias.core.multiplicity import adjust
-from scripts.calibration import rate_row
+from scripts.calibration import covers, rate_row
 
 BENCHMARK = "cf_vqa"
 CATEGORY_SIZES = {"Demography": 360, "Culture": 300, "Environment": 320, "Behavior": 310, "Aesthetic": 319}
@@ -375,7 +375,7 @@ def interval_rows(n_seeds: int, n_boot: int, quick: bool, seed: int = 20261129,
                         if not math.isfinite(t):
                             continue
                         est[(scope, key, cell)] = est.get((scope, key, cell), []) + [values.get(key, math.nan)]
-                        covered = (low <= t <= high) if math.isfinite(low) and math.isfinite(high) else math.nan
+                        covered = covers(low, high, t)
                         hits.setdefault((scope, key, cell), []).append(covered)
             if scenario.name == "limit" and n_boot:
                 for scope, key in PERCENTILE_DIAGNOSTICS:
@@ -384,7 +384,7 @@ def interval_rows(n_seeds: int, n_boot: int, quick: bool, seed: int = 20261129,
                         low, high = percentile_interval(g, labels, idx, key, n_boot, s,
                                                         counts if key in RATE_KEYS else None)
                         t = truth[scope][cell][key]
-                        diag.setdefault((scope, key, cell), []).append(float(low <= t <= high))
+                        diag.setdefault((scope, key, cell), []).append(covers(low, high, t))
         dgp = f"{scenario.name}: {scenario.text}; category, subcategory, source and pair effects"
         for scope, (what, keys) in SCOPES.items():
             for key in keys:

@@ -55,7 +55,7 @@ from typing import Any
 import numpy as np
 
 from lm_eval_bias.core.paired import paired_cluster_bootstrap
-from scripts.calibration import DEFAULT_ROLE, rate_row
+from scripts.calibration import DEFAULT_ROLE, covers, rate_row
 
 DIAGNOSTIC_ROLE = "diagnostic"
 
@@ -591,7 +591,7 @@ def _design_rows(name: str, key: str, simulate, truth_of, null: tuple[float, flo
             diff = paired_cluster_bootstrap(make(a, key), make(b, key), strata, n_boot, s + 10_000, [key],
                                             batched=True)[key]
             estimates.append(diff.estimate)
-            covered.append(float(diff.ci_low <= truth <= diff.ci_high) if math.isfinite(diff.ci_low) else math.nan)
+            covered.append(covers(diff.ci_low, diff.ci_high, truth))
             rejected.append(float(diff.p_value < 0.05) if math.isfinite(diff.p_value) else math.nan)
         dgp_text = f"{dgp}; {label} ({', '.join(f'{p:g}' for p in params)})"
         rows.append(_row(f"{name}: paired interval of a − b, {label}", "interval", design, dgp_text, truth, estimates,

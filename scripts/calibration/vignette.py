@@ -627,7 +627,8 @@ def cell_rows(n_seeds: int, n_boot: int, n_act: int, seed: int, offset: int = 0,
             continue
         cells = vg.polarity_tests(stereotype_table(rng, delta), terms, n_boot, seed + s)
         t = np.array([truth.loc[i, d] for i, d in cells.index])
-        covered.append(float(np.mean((cells["ci_low"] <= t) & (t <= cells["ci_high"]))))
+        # a cell without an interval counts as a miss here
+        covered.append(float(np.mean(np.nan_to_num(covers(cells["ci_low"], cells["ci_high"], t), nan=0.0))))
         est.append(float(np.mean(cells["polarity"] - t)))
     dgp0s = f"no polarity; left-side +{NUISANCE['left']:.2f}, per-pair sd {NUISANCE['pair_sd']:.2f}"
     rows += [
@@ -1092,7 +1093,7 @@ def log_odds_rows(n_seeds: int, n_boot: int, seed: int, offset: int = 0, n_act: 
             acts = np.array([int(a) for a in out.index.get_level_values(1)])
             t = truth[ids, acts]
             ok = np.isfinite(out["ci_low"].to_numpy())
-            cell_hits = ((out["ci_low"] <= t) & (t <= out["ci_high"])).to_numpy()[ok]
+            cell_hits = covers(out["ci_low"], out["ci_high"], t)[ok]
             per_seed.append(cell_hits)
             hits.append(float(np.mean(cell_hits)))
             with_ci.append(float(np.mean(ok)))
