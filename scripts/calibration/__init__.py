@@ -48,7 +48,7 @@ COVERAGE_BAND, REJECTION_BAND = (0.93, 0.97), (0.04, 0.06)
 #: how far outside an interval a truth may lie and still count as covered: floating-point rounding only
 #: (truths such as S_fair = S_E + S_KLD - S_E S_KLD at the ideal come out as 1 +- 2e-16), nothing a method
 #: could produce. Not wider: FACT-OR-FAIR's S_fair is flat to fourth order at its ideal, so an interval that
-#: rejects S_fair = 1 ends at 1 - 1e-11 to 1 - 1e-7; a tolerance of 1e-9 counted half of those as covering 1
+#: rejects S_fair = 1 ends at 1 - 1e-11 to 1 - 1e-7; a tolerance of 1e-9 counted two thirds of those as covering 1
 #: (the fair models' rows 97.7 % until 1 Dec 2026, 95.2 % with this one: docs/fact-or-fair.md)
 COVERAGE_TOLERANCE = 1e-12
 #: the roles a row may have (:data:`ROW_FIELDS`), and the one a row without ``role`` gets
