@@ -284,8 +284,9 @@ def run(n_seeds: int, n_boot: int, quick: bool, only: str | None = None, kinds: 
 
 def independent_stream(d_index: int, m_index: int, n_seeds: int, entropy: int = 777_000_001,
                        n_sim: int = MAX_SIM, keys: tuple[str, ...] = ("s_e", "distance")) -> dict[str, float]:
-    """Coverage of the intervals of ``keys`` (S_E's and d's unless told) for the model of one row of :func:`run` (its design's and model's
-    places ``d_index`` / ``m_index`` in the full lists, the same model as the table's row) on an independent
+    """Coverage of the intervals of ``keys`` (S_E's and d's unless told) for the model of one row of
+    :func:`run` (its design's and model's places ``d_index`` / ``m_index`` in the full lists, the same
+    model as the table's row) on an independent
     data stream (``[entropy, d + 1, m + 1]``) and independent method seeds: the rerun of a row outside the
     band, to tell a procedure's miscalibration from the table's 250-seed stream (docs/fact-or-fair.md)."""
     (template, scenarios, per_scenario, objective), models = list(score_designs().values())[d_index]
