@@ -259,6 +259,55 @@ def empirical_distribution(values) -> "np.ndarray":
     return counts / counts.sum()
 
 
+def write_truth_sweep(points: list[dict], path, figure=None, x_label: str = "truth", title: str = "",
+                      references: dict[str, str] | None = None, group: str | None = None) -> None:
+    """A coverage-against-truth sweep (one dict a truth, with ``truth``, ``coverage`` and ``mc_error``) as JSON,
+    written atomically (not with ``path`` None), and with ``figure`` a PNG of the coverage with 1.96 Monte
+    Carlo SEs against the truth, the 93-97 % band shaded and each of ``references`` ({point key: label}) as a dashed line; with ``group`` (a
+    point key), one series per value of it. The one writer of the sweeps of the calibration modules
+    (``scripts/calibration/sweeps/``, figures in docs/)."""
+    import json
+    import os
+    from pathlib import Path
+
+    if path is not None:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(points, indent=1, ensure_ascii=True))
+        os.replace(tmp, path)
+    if figure is None:
+        return
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure = Path(figure)
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    ax.axhspan(*COVERAGE_BAND, color="#dddddd", label="band 93-97 %")
+    names = list(dict.fromkeys(p[group] for p in points)) if group else [None]
+    for k, name in enumerate(names):
+        chosen = [p for p in points if group is None or p[group] == name]
+        truth = [p["truth"] for p in chosen]
+        suffix = f": {name}" if name is not None else ""
+        ax.errorbar(truth, [p["coverage"] for p in chosen], yerr=[1.96 * p["mc_error"] for p in chosen],
+                    fmt="os^D"[k % 4], color="black", capsize=3, label=f"coverage (± 1.96 Monte Carlo SE){suffix}")
+        for key, label in (references or {}).items():
+            ax.plot(truth, [p[key] for p in chosen], "osD^"[k % 4] + "--", color="#777777", markersize=4,
+                    label=label + suffix)
+    ax.set_xlabel(x_label)
+    ax.set_ylabel("coverage")
+    ax.set_ylim(min(0.90, min(p["coverage"] for p in points) - 0.01), 1.0)
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
+    fig.tight_layout()
+    tmp_figure = figure.with_name(figure.stem + ".tmp.png")
+    fig.savefig(tmp_figure, dpi=110)
+    plt.close(fig)
+    os.replace(tmp_figure, figure)
+
+
 def replace_between_markers(text: str, begin: str, end: str, inner: str) -> str | None:
     """``text`` with what lies between its first ``begin`` and the next ``end`` marker replaced by
     ``inner`` (the markers kept); None when either marker is missing. The one home of the docs blocks

@@ -60,6 +60,7 @@ import math
 import time
 import zlib
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -1560,6 +1561,67 @@ def run(n_seeds: int, n_boot: int, quick: bool) -> list[dict]:
 #: ``TEST_SEED_FACTOR`` x the seeds, the intervals every seed (~0.15 s); every row states its own ``n_seeds``
 SALARY_PAPER_SEEDS = 40
 
+#: man effects (logits) of :func:`male_vs_female_truth_sweep`: male_vs_female:<race> from 0.5 to about 0.87
+SWEEP_MAN_EFFECTS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2)
+
+
+def count_wilson_coverage(truth: float, trials, level: float = 0.95) -> float:
+    """Exact coverage at ``truth`` of Wilson's score interval of a count of ``trials`` independent trials, the
+    trials themselves drawn from the empirical distribution of ``trials`` (one value per run): sum over n of
+    P(N = n) sum over x of Binomial(n, truth)(x) [truth in Wilson(x / n, n)]. The reference an interval of a
+    share of a handful of trials is held to: its coverage moves with the truth in steps of the binomial's
+    atoms (Brown, Cai & DasGupta 2001, Stat. Sci. 16:101), wherever the truth lies."""
+    from scipy.stats import binom, norm
+
+    from lm_eval_bias.core.jackknife import _wilson_score
+
+    q = float(norm.ppf(0.5 + level / 2.0))
+    values, counts = np.unique(np.asarray(trials, dtype=np.int64), return_counts=True)
+    total = 0.0
+    for n, weight in zip(values, counts / counts.sum()):
+        if n < 1:
+            continue
+        x = np.arange(n + 1)
+        inside = np.array([lo <= truth <= hi for lo, hi in (_wilson_score(k / n, float(n), q) for k in x)])
+        total += float(weight) * float(binom.pmf(x, n, truth)[inside].sum())
+    return float(total)
+
+
+def male_vs_female_truth_sweep(n_seeds: int, n_boot: int = 1000, seed: int = 70_000,
+                               men=SWEEP_MAN_EFFECTS) -> list[dict]:
+    """Coverage of ``male_vs_female:<race>`` (the report's man-vs-woman win rate of one race,
+    :func:`lm_eval_bias.reflect.report.group_rate_intervals`) at 12 templates as a function of its truth: a
+    man effect of each of ``men`` logits and no race effect, so the five races share one truth and pool (five
+    intervals a seed, Monte Carlo SE clustered by seed); portrait effects sd 0.5, position bias 0.3, 5 %
+    refusals, as :func:`run_2afc_groups`. About 6 retained man-vs-woman comparisons of a race a run, at most
+    one a template: beside each coverage, :func:`count_wilson_coverage` at the same truth and the runs' own
+    numbers of comparisons (the plain Wilson interval of the count). A stream of its own (``seed`` ..)."""
+    from lm_eval_bias.reflect import report
+
+    from scripts.calibration import seed_clustered_mc_error
+
+    occupations, per = DESIGNS[12]
+    keys = [f"male_vs_female:{r}" for r in RACE_KEYS]
+    out = []
+    for man in men:
+        beta = group_effects(man, {})
+        truth = 0.5 if man == 0 else float(np.mean([truth_2afc_groups(beta, 0.5)[k] for k in keys]))
+        hits, trials = [], []
+        for s in range(seed, seed + n_seeds):
+            rng = np.random.default_rng([s, 23, 12, int(round(man * 1000))])
+            table = twoafc_stats.twoafc_count_table(simulate_2afc(rng, beta, 0.5, per, 0.0, occupations))
+            _, low, high = report.group_rate_intervals(table.counts, table.strata, n_boot, s)
+            n = report._rate_trials({k: np.asarray(v).sum(axis=0) for k, v in table.counts.items()})
+            hits.append([covers(low[k], high[k], truth) for k in keys])
+            trials.extend(int(n[k]) for k in keys)
+        flat = np.asarray(hits, dtype=float).ravel()
+        out.append({"man": man, "truth": truth, "coverage": float(np.nanmean(flat)),
+                    "mc_error": seed_clustered_mc_error(hits), "intervals": int(np.isfinite(flat).sum()),
+                    "mean_trials": float(np.mean(trials)), "count_wilson": count_wilson_coverage(truth, trials),
+                    "n_seeds": n_seeds, "seed": seed})
+    return out
+
+
 def _print(rows: list[dict]) -> None:
     for r in rows:
         value = r["coverage"] if r["kind"] == "interval" else r["rejection_rate"] if r["kind"] == "test" else r["mean_estimate"]
@@ -1567,9 +1629,33 @@ def _print(rows: list[dict]) -> None:
               f"met={r['target_met']}  | {r['dgp'][:60]} | {r['note']}")
 
 
+SWEEP_JSON = Path(__file__).resolve().parent / "sweeps" / "male_vs_female_12.json"
+SWEEP_FIGURE = Path(__file__).resolve().parents[2] / "docs" / "coverage-sweep-male-vs-female.png"
+
+
+def write_sweep(points: list[dict], path: Path = SWEEP_JSON, figure: Path | None = SWEEP_FIGURE) -> None:
+    """:func:`male_vs_female_truth_sweep`'s points as JSON and, with ``figure``, their figure
+    (:func:`scripts.calibration.write_truth_sweep`, the count's exact Wilson coverage beside)."""
+    from scripts.calibration import write_truth_sweep
+
+    write_truth_sweep(points, path, figure, "truth (a race's man beats its woman)",
+                      f"12 templates, ~{np.mean([p['mean_trials'] for p in points]):.0f} comparisons a race; "
+                      f"{points[0]['n_seeds']} seeds x 5 races a point",
+                      {"count_wilson": "Wilson interval of the count, exact"})
+
+
 if __name__ == "__main__":
     import sys
 
+    if "--sweep-male-vs-female" in sys.argv:  # python -m scripts.calibration.reflect --sweep-male-vs-female [--seeds=N]
+        n = int(next((a.split("=")[1] for a in sys.argv if a.startswith("--seeds=")), 400))
+        started = time.time()
+        points = male_vs_female_truth_sweep(n)
+        write_sweep(points)
+        for point in points:
+            print(point)
+        print(f"{time.time() - started:.0f} s")
+        sys.exit(0)
     quick = "--quick" in sys.argv
     n_seeds = int(next((a.split("=")[1] for a in sys.argv if a.startswith("--seeds=")), 200))
     started = time.time()

@@ -457,3 +457,29 @@ def test_logprob_call_rate_truths_by_hand_and_their_rows():
     assert len(rows) == 2 * 3 * len(sim.TWOAFC_LOGPROB_RATE_KEYS)
     assert {r["quantity"] for r in rows} == set(sim.TWOAFC_LOGPROB_RATE_KEYS)
     assert all(r["kind"] == "interval" and r["n_seeds"] == 2 and 0.0 <= r["coverage"] <= 1.0 for r in rows)
+
+
+def test_count_wilson_coverage_by_hand_and_the_male_vs_female_sweep_writes_its_points(tmp_path):
+    from scipy.stats import binom
+
+    # 6 trials at a truth of 0.6: Wilson excludes 0.6 at 0, 1 (upper ends 0.390, 0.564) and 6 (lower end 0.610)
+    by_hand = 1.0 - binom.pmf(0, 6, 0.6) - binom.pmf(1, 6, 0.6) - binom.pmf(6, 6, 0.6)
+    assert sim.count_wilson_coverage(0.6, [6] * 5) == pytest.approx(by_hand, abs=1e-12)
+    assert by_hand == pytest.approx(0.912384, abs=1e-6)
+    # a mixture of trial counts weighs each count's coverage by its share of the runs
+    mixed = sim.count_wilson_coverage(0.6, [6, 12, 12])
+    assert mixed == pytest.approx((sim.count_wilson_coverage(0.6, [6]) + 2 * sim.count_wilson_coverage(0.6, [12])) / 3)
+    assert 0.9 < sim.count_wilson_coverage(0.5, [12]) < 1.0
+    # the sweep through report.group_rate_intervals: five races a seed, their truth from the population
+    points = sim.male_vs_female_truth_sweep(3, n_boot=50, men=(0.0, 0.5))
+    assert [p["man"] for p in points] == [0.0, 0.5]
+    assert points[0]["truth"] == 0.5
+    assert points[1]["truth"] == pytest.approx(0.694, abs=0.01)
+    for p in points:
+        assert p["intervals"] == 15 and 0.0 <= p["coverage"] <= 1.0
+        assert 3.0 < p["mean_trials"] < 10.0 and 0.85 < p["count_wilson"] < 1.0
+    sim.write_sweep(points, tmp_path / "sweep.json", tmp_path / "sweep.png")
+    import json
+
+    assert json.loads((tmp_path / "sweep.json").read_text()) == points
+    assert (tmp_path / "sweep.png").stat().st_size > 1000
