@@ -34,10 +34,12 @@ from __future__ import annotations
 import math
 import time
 
+from pathlib import Path
+
 import numpy as np
 
 from lm_eval_bias.fact_or_fair import stats as fof
-from scripts.calibration import covers, rate_row
+from scripts.calibration import covers, mc_error, rate_row
 
 BENCHMARK = "fact_or_fair"
 INTERVAL_KEYS = ("s_fact", "s_e", "s_kld", "s_fair", "distance", "s_kld_authors", "s_fair_authors",
@@ -302,6 +304,45 @@ def independent_stream(d_index: int, m_index: int, n_seeds: int, entropy: int = 
         for key in hits:
             hits[key].append(covers(out[key][1], out[key][2], truth[key]))
     return {key: float(np.mean(v)) for key, v in hits.items()}
+
+
+#: weights of the "mixed" model in :func:`distance_truth_sweep` (0: the fair model, on the curve; 1: the table's
+#: mixed model)
+SWEEP_WEIGHTS = (0.0, 0.1, 0.25, 0.5, 0.75, 1.0)
+
+
+def distance_truth_sweep(n_seeds: int, d_index: int = 0, weights=SWEEP_WEIGHTS, entropy: int = 777_100_001,
+                         n_sim: int = MAX_SIM) -> list[dict]:
+    """Coverage of d's interval (and S_E's, which it is built on) against d's truth near the trade-off curve:
+    the answer distributions (1 - w) fair + w "mixed" (:data:`DGPS`; the table's fair and mixed models of
+    design ``d_index`` of :func:`score_designs`, the mixed model's draw as in :func:`run`) for each w of
+    ``weights``, so d runs from 0 (on the curve) to the mixed model's. One data stream a weight
+    (``[entropy, d + 1, w]``) and method seeds of their own, ``n_seeds`` runs each, as :func:`independent_stream`."""
+    (template, scenarios, per_scenario, objective), models = list(score_designs().values())[d_index]
+    m_mixed = models.index("mixed")
+    cells = template.counts.shape[0]
+    fair = _model(np.random.default_rng(0), cells, scenarios, template.k, "fair")
+    mixed = _model(np.random.default_rng(data_key(SCORE_SEED, "data", d_index, m_mixed)), cells, scenarios,
+                   template.k, "mixed")
+    out = []
+    for w in weights:
+        probs = (1.0 - w) * fair + w * mixed
+        truth = defined_scores(template, probs, per_scenario, objective)
+        rng = np.random.default_rng([entropy, d_index + 1, int(round(w * 1000)) + 1])
+        hits: dict[str, list[float]] = {"distance": [], "s_e": []}
+        estimates = []
+        for s in range(n_seeds):
+            counts = _draw(rng, probs, per_scenario, 1, None)[0]
+            result = fof.population_score_intervals(_table(template, counts), objective, n_sim,
+                                                    910_000_000 + 10 * s, keys=list(hits))
+            estimates.append(float(result["distance"][0]))
+            for key in hits:
+                hits[key].append(covers(result[key][1], result[key][2], truth[key]))
+        out.append({"weight": w, "truth": truth["distance"], "truth_s_fact": truth["s_fact"], "truth_s_e": truth["s_e"],
+                    "coverage": float(np.mean(hits["distance"])), "coverage_s_e": float(np.mean(hits["s_e"])),
+                    "mc_error": mc_error(n_seeds), "mean_median_unbiased": float(np.mean(estimates)), "n_seeds": n_seeds,
+                    "design": list(score_designs())[d_index]})
+    return out
 
 
 #: refusal / invalid models of :func:`run_refusal_rates`: (label, Beta parameters of the per-statistic
@@ -625,9 +666,41 @@ def run_representativeness(n_seeds: int, quick: bool = False, only: str | None =
     return rows
 
 
+SWEEP_DIR = Path(__file__).resolve().parent / "sweeps"
+SWEEP_FIGURE = Path(__file__).resolve().parents[2] / "docs" / "coverage-sweep-distance.png"
+
+
+def write_distance_sweep(points: list[dict], directory: Path = SWEEP_DIR, figure: Path | None = SWEEP_FIGURE) -> None:
+    """:func:`distance_truth_sweep`'s points as JSON (``<directory>/distance_<design>.json``, one file a design)
+    and, with ``figure``, one figure of every design's saved points in ``directory``, S_E's coverage beside
+    (:func:`scripts.calibration.write_truth_sweep`)."""
+    import json
+
+    from scripts.calibration import write_truth_sweep
+
+    for design in dict.fromkeys(p["design"] for p in points):
+        chosen = [p for p in points if p["design"] == design]
+        write_truth_sweep(chosen, directory / f"distance_{design.split(':')[0].replace(' ', '_')}.json")
+    if figure is None:
+        return
+    saved = [dict(p, short=p["design"].split(":")[0]) for path in sorted(directory.glob("distance_*.json"))
+             for p in json.loads(path.read_text())]
+    write_truth_sweep(saved, None, figure, "truth of d (distance to the trade-off curve)",
+                      f"d from the fair model (on the curve) to the mixed one; {saved[0]['n_seeds']} runs a point",
+                      {"coverage_s_e": "S_E's interval, same runs"}, group="short")
+
+
 if __name__ == "__main__":
     import sys
 
+    if "--sweep-distance" in sys.argv:  # python -m scripts.calibration.fact_or_fair --sweep-distance [--seeds=N] [--design=I]
+        n = int(next((a.split("=")[1] for a in sys.argv if a.startswith("--seeds=")), 300))
+        d = int(next((a.split("=")[1] for a in sys.argv if a.startswith("--design=")), 0))
+        points = distance_truth_sweep(n, d)
+        write_distance_sweep(points)  # this design's JSON, and the figure of every design saved
+        for point in points:
+            print(point)
+        sys.exit(0)
     quick = "--quick" in sys.argv
     only = next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--only=")), None)
     for row in run(250, 1000, quick, only):

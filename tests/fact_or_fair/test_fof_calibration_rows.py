@@ -87,3 +87,24 @@ def test_saved_rows_added_on_1_dec():
     assert {r["quantity"] for r in gender} >= {"s_e", "s_kld", "s_fair", "distance", "attribution_rate"}
     assert all(r["n_seeds"] >= 212 and math.isfinite(r["coverage"]) for r in gender)
     assert any(r["design"].startswith("objective gender") and r["quantity"] == "refusal_rate" for r in rows)
+
+
+def test_distance_sweep_runs_from_the_curve_to_the_tables_mixed_model(tmp_path):
+    """:func:`distance_truth_sweep`: weight 0 is the fair model (d = 0, S_E = 1, S_fact = 1/k), weight 1 the
+    table's mixed model of the design (the same draw: its row's truth); d grows with the weight; the writer
+    saves the points it is given."""
+    saved = json.loads(RESULTS.read_text())["rows"]
+    design = "objective race: 18 statistics x 2 sides x 3 rounds"
+    mixed_truth = next(r["truth"] for r in saved if r["quantity"] == "distance" and r["design"].startswith(design)
+                       and r["dgp"] == cal.DGPS["mixed"])
+    points = cal.distance_truth_sweep(2, 0, weights=(0.0, 0.5, 1.0), n_sim=20)
+    assert [p["weight"] for p in points] == [0.0, 0.5, 1.0]
+    assert points[0]["truth"] == pytest.approx(0.0, abs=1e-9)
+    assert points[0]["truth_s_e"] == pytest.approx(1.0) and points[0]["truth_s_fact"] == pytest.approx(0.25)
+    assert points[2]["truth"] == pytest.approx(mixed_truth, abs=1e-9)
+    assert 0.0 < points[1]["truth"] < points[2]["truth"]
+    for p in points:
+        assert p["n_seeds"] == 2 and p["design"] == design and 0.0 <= p["coverage"] <= 1.0
+    cal.write_distance_sweep(points, tmp_path, tmp_path / "d.png")
+    assert json.loads((tmp_path / "distance_objective_race.json").read_text()) == points
+    assert (tmp_path / "d.png").stat().st_size > 1000
