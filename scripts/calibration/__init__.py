@@ -259,6 +259,25 @@ def empirical_distribution(values) -> "np.ndarray":
     return counts / counts.sum()
 
 
+def int_option(argv: list[str], name: str, default: int, low: int = 1, high: int | None = None) -> int:
+    """The integer of ``--<name>=N`` in ``argv`` (``default`` without it), within [``low``, ``high``]; anything
+    else exits with one ``error:`` line and a non-zero status, before any work or file is started (the calibration
+    modules' command lines)."""
+    import sys
+
+    text = next((a.split("=", 1)[1] for a in argv if a.startswith(f"--{name}=")), None)
+    if text is None:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or value < low or (high is not None and value > high):
+        bound = f"{low}..{high}" if high is not None else f">= {low}"
+        sys.exit(f"error: --{name} must be an integer {bound}, not {text!r}")
+    return value
+
+
 def write_truth_sweep(points: list[dict], path, figure=None, x_label: str = "truth", title: str = "",
                       references: dict[str, str] | None = None, group: str | None = None) -> None:
     """A coverage-against-truth sweep (one dict a truth, with ``truth``, ``coverage`` and ``mc_error``) as JSON,

@@ -33,13 +33,12 @@ from __future__ import annotations
 
 import math
 import time
-
 from pathlib import Path
 
 import numpy as np
 
 from lm_eval_bias.fact_or_fair import stats as fof
-from scripts.calibration import covers, mc_error, rate_row
+from scripts.calibration import covers, int_option, mc_error, rate_row
 
 BENCHMARK = "fact_or_fair"
 INTERVAL_KEYS = ("s_fact", "s_e", "s_kld", "s_fair", "distance", "s_kld_authors", "s_fair_authors",
@@ -694,8 +693,8 @@ if __name__ == "__main__":
     import sys
 
     if "--sweep-distance" in sys.argv:  # python -m scripts.calibration.fact_or_fair --sweep-distance [--seeds=N] [--design=I]
-        n = int(next((a.split("=")[1] for a in sys.argv if a.startswith("--seeds=")), 300))
-        d = int(next((a.split("=")[1] for a in sys.argv if a.startswith("--design=")), 0))
+        n = int_option(sys.argv, "seeds", 300)
+        d = int_option(sys.argv, "design", 0, 0, len(score_designs()) - 1)
         points = distance_truth_sweep(n, d)
         write_distance_sweep(points)  # this design's JSON, and the figure of every design saved
         for point in points:

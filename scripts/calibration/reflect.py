@@ -1647,8 +1647,10 @@ def write_sweep(points: list[dict], path: Path = SWEEP_JSON, figure: Path | None
 if __name__ == "__main__":
     import sys
 
+    from scripts.calibration import int_option
+
     if "--sweep-male-vs-female" in sys.argv:  # python -m scripts.calibration.reflect --sweep-male-vs-female [--seeds=N]
-        n = int(next((a.split("=")[1] for a in sys.argv if a.startswith("--seeds=")), 400))
+        n = int_option(sys.argv, "seeds", 400)
         started = time.time()
         points = male_vs_female_truth_sweep(n)
         write_sweep(points)
@@ -1657,7 +1659,7 @@ if __name__ == "__main__":
         print(f"{time.time() - started:.0f} s")
         sys.exit(0)
     quick = "--quick" in sys.argv
-    n_seeds = int(next((a.split("=")[1] for a in sys.argv if a.startswith("--seeds=")), 200))
+    n_seeds = int_option(sys.argv, "seeds", 200)
     started = time.time()
     rows = run(n_seeds, 1000, quick)
     _print(rows)

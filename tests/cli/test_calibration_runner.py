@@ -390,3 +390,17 @@ def test_coverage_check_counts_rounding_only_so_an_s_fair_interval_that_excludes
     assert 0.99995 < low < high and 1e-11 < 1.0 - high < 1e-9
     assert covers(low, high, truth) == 0.0
     assert covers(low, high, truth, tolerance=1e-9) == 1.0
+
+
+def test_int_option_reads_a_bounded_integer_or_exits_with_one_error_line():
+    from scripts.calibration import int_option
+
+    assert int_option(["x", "--seeds=7"], "seeds", 300) == 7
+    assert int_option(["x"], "seeds", 300) == 300
+    assert int_option(["--design=4"], "design", 0, 0, 4) == 4
+    for argv, bounds, message in ((["--seeds=abc"], (1, None), "error: --seeds must be an integer >= 1, not 'abc'"),
+                                  (["--seeds=0"], (1, None), "error: --seeds must be an integer >= 1, not '0'"),
+                                  (["--seeds=5"], (0, 4), "error: --seeds must be an integer 0..4, not '5'")):
+        with pytest.raises(SystemExit) as stop:
+            int_option(argv, "seeds", 1, *bounds)
+        assert str(stop.value) == message
