@@ -938,9 +938,19 @@ def population_score_intervals(table: CellTable, objective: bool, n_sim: int, se
        P(T < obs) + P(T = obs) / 2 and P(T > obs) + P(T = obs) / 2, is below (1 - level) / 2 -- except at
        the ideal t = 0 of the keys in :data:`ONE_SIDED_AT_IDEAL` (S_E, S_KLD, S_fair and the authors'),
        where the test is exact and one-sided: t = 0 is kept when the "less fair" mid-p is at least
-       1 - level (no score is fairer than its ideal, so all the error goes where the alternatives lie:
-       the one-sided region at a boundary, Feldman & Cousins 1998, Phys. Rev. D 57:3873; Neyman's
-       construction keeps every candidate's region at probability ``level``). The search is coarse (17
+       1 - level (no score is fairer than its ideal, so all the error goes where the alternatives lie;
+       Neyman's construction keeps every candidate's region at probability ``level``). For d's projection
+       S_E's region is also read in the unified ordering of Feldman & Cousins (1998, Phys. Rev. D 57:3873;
+       :func:`unified_tail_levels`), from the same runs: each candidate's two levels by its distance from
+       the ideal, (mean plug-in at t = 0 - mean at t) / its standard deviation -- one-sided at the ideal,
+       (1 - level) / 2 a side from two standard deviations on, a continuous split between. Under the rule
+       above candidates just inside the ideal are accepted up to their two-sided quantile where the ideal is
+       rejected at its one-sided one, so S_E's interval then ends a hair short of 1 (0.995-0.9999); harmless
+       for S_E, but d's ellipse reads that end and, the curve falling away on both sides of its peak, still
+       reached the curve: a fair model's d covered 96.3-99.3 %. The unified region is not S_E's reported
+       interval: for S_E itself it covered a truth just inside the ideal 92.0 % on 600 seeds and 92.7 % on
+       300 others (objective gender design, d = 0.012), where the rule above covers 94.3 % on the 300
+       (docs/fact-or-fair.md). The search is coarse (17
        points, ``n_sim // 4`` runs) then fine (17 points around the accepted region, ``n_sim`` runs, per
        key; t = 0 always among them); the interval runs over the scores of the accepted candidates (the
        interpolated crossings and the grid points between them: the score need not be monotone along
@@ -971,11 +981,15 @@ def population_score_intervals(table: CellTable, objective: bool, n_sim: int, se
                                     distance="none")
         return np.asarray(scores[key], dtype=np.float64)
 
-    def tails(probs: np.ndarray, key: str, runs: int, exchange_first: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    def tails(probs: np.ndarray, key: str, runs: int,
+              exchange_first: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The observation's mid-p tails (low, high) under each candidate, and the mean and standard deviation
+        of the candidate's simulated plug-in (the distance from the ideal that sets the tails' levels)."""
         low, high = np.full(len(probs), np.nan), np.full(len(probs), np.nan)
+        mean, spread = np.full(len(probs), np.nan), np.full(len(probs), np.nan)
         obs = float(observed[key])
         if not np.isfinite(obs):
-            return low, high
+            return low, high, mean, spread
         tol = 1e-12 * max(1.0, abs(obs))
         for i in range(len(probs)):
             if i == 0 and exchange_first:  # the ideal of the pooled path: the exact test of equal sides
@@ -988,16 +1002,27 @@ def population_score_intervals(table: CellTable, objective: bool, n_sim: int, se
             if values.size:
                 below, tie = (values < obs - tol).mean(), (np.abs(values - obs) <= tol).mean()
                 low[i], high[i] = below + tie / 2, 1 - below - tie / 2
-        return low, high
+                mean[i], spread[i] = values.mean(), values.std()
+        return low, high, mean, spread
+
+    def unified_levels(mean: np.ndarray, spread: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each grid point's (low, high) tail levels in the unified ordering, its distance from the ideal (grid
+        point 0) in standard deviations of its own plug-in (:func:`unified_tail_levels`)."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            mu = np.where(spread > 0, (mean[0] - mean) / spread, np.where(mean < mean[0], np.inf, 0.0))
+        mu[0] = 0.0  # the ideal itself
+        return unified_tail_levels(mu, level)
 
     def invert(key: str, anchor: np.ndarray, path: str) -> tuple[float, float, float]:
+        """(median-unbiased estimate, ci_low, ci_high) of ``key``; for S_E when d is asked for, its region in the
+        unified ordering too (``unified_s_e``: what d's projection reads), from the same simulated runs."""
         def at(t: np.ndarray) -> np.ndarray:
             return inversion_path(anchor, np.atleast_1d(t), table.pairs, path)
 
         coarse = np.linspace(0.0, 2.0, 17)
         coarse_runs = max(n_sim // 4, 20)
         exchange = path == "pooled"  # its ideal (every statistic's sides alike) is tested exactly, by exchange
-        low, high = tails(at(coarse), key, coarse_runs, exchange)
+        low, high, _, _ = tails(at(coarse), key, coarse_runs, exchange)
         if not np.isfinite(low).any():
             return math.nan, math.nan, math.nan
         margin = np.minimum(low, high)
@@ -1010,17 +1035,25 @@ def population_score_intervals(table: CellTable, objective: bool, n_sim: int, se
         fine = np.linspace(lo_t, hi_t, 17)
         if lo_t > 0:  # the ideal (t = 0) is always tested at full precision: the coarse pass's few runs can
             fine = np.concatenate([[0.0], fine])  # miss a tail of 3-5 % (0 of 50 runs), excluding the truth
-        low, high = tails(at(fine), key, n_sim, exchange and fine[0] == 0.0)
-        t_low, t_high, t_mid = _accepted_range(fine, low, high, alpha, ideal_tail="high",
-                                               one_sided_ideal=key in ONE_SIDED_AT_IDEAL)
-        if not np.isfinite(t_low):
-            return math.nan, math.nan, math.nan
-        # the interval is the set of scores of the accepted candidates: the score at the interpolated ends and at
-        # every grid point between them (the score need not be monotone along the path, e.g. S_fair towards t = 2)
-        inside = fine[(fine > t_low) & (fine < t_high)]
-        theta = population(at(np.concatenate([[t_mid, t_low, t_high], inside])), key)
-        return float(theta[0]), float(np.nanmin(theta[1:])), float(np.nanmax(theta[1:]))
+        low, high, mean, spread = tails(at(fine), key, n_sim, exchange and fine[0] == 0.0)
 
+        def accepted_scores(t_low: float, t_high: float, t_mid: float) -> tuple[float, float, float]:
+            if not np.isfinite(t_low):
+                return math.nan, math.nan, math.nan
+            # the interval is the set of scores of the accepted candidates: the score at the interpolated ends and
+            # at every grid point between them (the score need not be monotone along the path, e.g. S_fair
+            # towards t = 2)
+            inside = fine[(fine > t_low) & (fine < t_high)]
+            theta = population(at(np.concatenate([[t_mid, t_low, t_high], inside])), key)
+            return float(theta[0]), float(np.nanmin(theta[1:])), float(np.nanmax(theta[1:]))
+
+        if key == "s_e" and "distance" in keys:
+            unified_s_e.append(accepted_scores(*_accepted_range(fine, low, high, alpha, ideal_tail="high",
+                                                                tail_levels=unified_levels(mean, spread))))
+        return accepted_scores(*_accepted_range(fine, low, high, alpha, ideal_tail="high",
+                                                one_sided_ideal=key in ONE_SIDED_AT_IDEAL))
+
+    unified_s_e: list[tuple[float, float, float]] = []  # S_E's region in the unified ordering, for d
     uniform_keys = [key for key in POPULATION_SCORES if key in keys and POPULATION_SCORES[key] == "uniform"]
     pooled_keys = [key for key in POPULATION_SCORES if key in keys and POPULATION_SCORES[key] == "pooled"]
     for key in uniform_keys:
@@ -1028,7 +1061,8 @@ def population_score_intervals(table: CellTable, objective: bool, n_sim: int, se
     if ("distance" in keys or pooled_keys) and "s_e" not in out:  # S_E's inversion feeds d and the pooled anchor
         out["s_e"] = invert("s_e", p_hat, "uniform")
     if "distance" in keys:
-        out["distance"] = _projected_distance(table, objective, observed, out["s_e"], p_hat, n_sim, seed, level)
+        s_e_region = unified_s_e[0] if unified_s_e else (math.nan, math.nan, math.nan)  # none: S_E has no plug-in
+        out["distance"] = _projected_distance(table, objective, observed, s_e_region, p_hat, n_sim, seed, level)
     if pooled_keys:
         # the anchor of the pooled path: the shares shrunk toward uniform to S_E's median-unbiased value
         s_e_centre = out["s_e"][0]
@@ -1137,8 +1171,59 @@ def exchange_sides(valid: np.ndarray, pairs: np.ndarray, runs: int, rng: np.rand
     return out
 
 
+def unified_tail_levels(distance: np.ndarray, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """(low, high) tail levels of the acceptance region of candidates at ``distance`` standard deviations from a
+    boundary of the parameter space -- the unified ordering of Feldman & Cousins (1998, Phys. Rev. D 57:3873,
+    Sec. IV.B) for a Gaussian mean known to be >= 0, on which the candidates' distances are read.
+
+    For a candidate at mu >= 0 (X ~ N(mu, 1)) the region accepts x in order of the likelihood ratio
+    R(x) = phi(x - mu) / phi(x - max(0, x)) until it holds ``level``: [x1, x2] with R(x1) = R(x2). At the boundary
+    (mu = 0) that is x <= z_level, one-sided (all the error where the alternatives lie); from mu of about 2 on it
+    is mu -+ z_{(1 + level) / 2}, two-sided; in between the split moves continuously. Returned: the probability
+    beyond x2 (the "away from the boundary" tail, ``low`` of a score whose ideal is its largest value) and below
+    x1 (the "beyond the boundary" tail), which sum to 1 - ``level`` at every candidate -- so Neyman's
+    construction gives a confidence set whatever the distances, which only decide where each candidate
+    spends its error. Rejecting the boundary at 1 - ``level`` on one side and every other candidate at
+    (1 - ``level``) / 2 a side would leave the set's far end just short of the boundary whenever the boundary
+    is rejected (candidates an arbitrarily small distance in are accepted up to the two-sided quantile), a
+    discontinuity the ordering removes. NaN distances count as far (two-sided); negative as 0."""
+    distance = np.asarray(distance, dtype=np.float64)
+    alpha = 1.0 - level
+    away, beyond = np.full(distance.shape, alpha / 2), np.full(distance.shape, alpha / 2)
+    for i, mu in np.ndenumerate(distance):
+        if not np.isnan(mu) and mu < _UNIFIED_TWO_SIDED_FROM:
+            away[i], beyond[i] = _unified_tails(max(float(mu), 0.0), level)
+    return away, beyond
+
+
+#: distance (in standard deviations) from which the unified region of :func:`unified_tail_levels` is two-sided
+#: to 10^-6 at the levels used here (0.90-0.99)
+_UNIFIED_TWO_SIDED_FROM = 6.0
+
+
+def _unified_tails(mu: float, level: float) -> tuple[float, float]:
+    from scipy.optimize import brentq
+    from scipy.stats import norm
+
+    if mu <= 0.0:
+        return 1.0 - level, 0.0
+
+    def ends(c: float) -> tuple[float, float]:  # the region {-2 log R(x) <= c}
+        half = math.sqrt(c)
+        x1 = mu - half if c <= mu * mu else (mu * mu / 2 - c / 2) / mu
+        return x1, mu + half
+
+    def excess(c: float) -> float:
+        x1, x2 = ends(c)
+        return float(norm.cdf(x2 - mu) - norm.cdf(x1 - mu)) - level
+
+    x1, x2 = ends(brentq(excess, 1e-12, 100.0, xtol=1e-12))
+    return float(norm.sf(x2 - mu)), float(norm.cdf(x1 - mu))
+
+
 def _accepted_range(t: np.ndarray, low: np.ndarray, high: np.ndarray, alpha: float,
-                    ideal_tail: str | None = None, one_sided_ideal: bool = False) -> tuple[float, float, float]:
+                    ideal_tail: str | None = None, one_sided_ideal: bool = False,
+                    tail_levels: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[float, float, float]:
     """(smallest accepted t, largest accepted t, t where the lower tail crosses 1/2) on a grid of path
     points with the mid-p tails ``low`` / ``high`` of the observation there; crossings of the level
     are interpolated linearly between neighbouring points. No point accepted: the best one -- except
@@ -1148,17 +1233,29 @@ def _accepted_range(t: np.ndarray, low: np.ndarray, high: np.ndarray, alpha: flo
     (the boundary of the parameter space, closest to an empty confidence set).
     ``one_sided_ideal`` (with ``ideal_tail``): the ideal t = 0 is accepted when the tail on the *other*
     side is at least 2 ``alpha`` (its whole error rate on the one side where an alternative lies; no
-    score is more ideal than the ideal). Each candidate's acceptance region still has probability
-    1 - 2 ``alpha`` under that candidate, so the set is a confidence set (Neyman's construction; the
-    one-sided region at a boundary is what Feldman & Cousins 1998, Phys. Rev. D 57:3873, obtain there);
-    the two-sided rule at t = 0 covers an ideal truth with 1 - ``alpha`` (97.5 %)."""
+    score is more ideal than the ideal), every other point at ``alpha`` a side; without it ``alpha`` a side
+    everywhere (the two-sided rule at t = 0 covers an ideal truth with 1 - ``alpha``, 97.5 %).
+    ``tail_levels`` (instead): each point's levels for (``low``, ``high``) as (away from the ideal, beyond it)
+    when the ideal's score is its largest (reversed for ``ideal_tail`` "low"), summing to 2 ``alpha`` -- the
+    unified ordering of :func:`unified_tail_levels`, one-sided at the ideal and moving continuously to
+    two-sided away from it; a margin within 1e-12 of 0 counts as accepted. Either way each candidate's
+    acceptance region has probability 1 - 2 ``alpha`` under that candidate, so the set is a confidence set
+    (Neyman's construction)."""
     ok = np.isfinite(low) & np.isfinite(high)
     if not ok.any():
         return math.nan, math.nan, math.nan
-    t, low, high = t[ok], low[ok], high[ok]
-    margin = np.minimum(low, high) - alpha
-    if one_sided_ideal and ideal_tail is not None and t[0] == 0.0:
-        margin[0] = (low[0] if ideal_tail == "high" else high[0]) - 2 * alpha
+    if tail_levels is not None and ideal_tail is not None:
+        away, beyond = (np.asarray(v, dtype=np.float64)[ok] for v in tail_levels)
+        level_low, level_high = (away, beyond) if ideal_tail == "high" else (beyond, away)
+        t, low, high = t[ok], low[ok], high[ok]
+        margin = np.minimum(low - level_low, high - level_high)
+        margin[np.abs(margin) <= 1e-12] = 0.0  # a mid-p equal to its level (10 of 200 runs at 5 %) is accepted,
+        # whatever the rounding of the level's arithmetic (1 - 0.95 = 0.050000000000000044)
+    else:
+        t, low, high = t[ok], low[ok], high[ok]
+        margin = np.minimum(low, high) - alpha
+        if one_sided_ideal and ideal_tail is not None and t[0] == 0.0:
+            margin[0] = (low[0] if ideal_tail == "high" else high[0]) - 2 * alpha
     accepted = margin >= 0
     if not accepted.any() and ideal_tail is not None and t[0] == 0.0:
         failing = "high" if high[0] < low[0] else "low"

@@ -246,7 +246,8 @@ def run(n_seeds: int, n_boot: int, quick: bool, only: str | None = None, kinds: 
                         null_estimates["attribution_rate"].append(res["attribution_rate"])
             dgp = DGPS[kind]
             for key in keys:
-                method = ("projection of S_fact's Wilson and S_E's inversion intervals (score as defined)"
+                method = ("projection of S_fact's Wilson interval and S_E's inversion region in the unified ordering "
+                          "(score as defined)"
                           if key == "distance" else
                           "test inversion over the finite-sample distribution (score as defined)"
                           if key in fof.POPULATION_SCORES else "stratified Wilson interval")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import math
 from pathlib import Path
 
@@ -423,12 +422,60 @@ def test_accepted_range_one_sided_at_the_ideal():
     t = np.array([0.0, 0.5, 1.0])
     low, high = np.array([0.04, 0.3, 0.9]), np.array([0.96, 0.7, 0.1])
     assert fof._accepted_range(t, low, high, 0.025, ideal_tail="high")[0] == 0.0
-    t_low = fof._accepted_range(t, low, high, 0.025, ideal_tail="high", one_sided_ideal=True)[0]
+    one_sided = (np.array([0.05, 0.025, 0.025]), np.array([0.0, 0.025, 0.025]))
+    t_low = fof._accepted_range(t, low, high, 0.025, ideal_tail="high", tail_levels=one_sided)[0]
     # margins: t = 0: 0.04 - 0.05 = -0.01; t = 0.5: 0.3 - 0.025 = 0.275 -> crossing at 0.5 x 0.01 / 0.285
     assert t_low == pytest.approx(0.5 * 0.01 / 0.285)
+    # the reported intervals' rule (one_sided_ideal) is these levels
+    assert fof._accepted_range(t, low, high, 0.025, ideal_tail="high", one_sided_ideal=True)[0] == pytest.approx(t_low)
     # an observation above everything (high tail 0.001 at t = 0) is accepted at the ideal one-sided
     assert fof._accepted_range(t, np.array([0.999, 0.9, 0.8]), np.array([0.001, 0.1, 0.2]), 0.025, ideal_tail="high",
-                               one_sided_ideal=True)[0] == 0.0
+                               tail_levels=one_sided)[0] == 0.0
+    # the unified levels move the set's end continuously away from the ideal: a candidate 0.2 standard deviations
+    # in (level ~0.05 on the far side) is rejected where the observation's tail 0.045 is, as the ideal is; with
+    # alpha a side there (the reported S_E's rule, one_sided_ideal) it was accepted and the set ended just short of
+    # the ideal (t = 0.0167); d's projection reads the unified set
+    t4, low4, high4 = np.array([0.0, 0.05, 0.5, 1.0]), np.array([0.04, 0.045, 0.3, 0.9]), np.array([0.96, 0.955, 0.7, 0.1])
+    levels = fof.unified_tail_levels(np.array([0.0, 0.2, 1.5, 3.0]))
+    flat = (np.array([0.05, 0.025, 0.025, 0.025]), np.array([0.0, 0.025, 0.025, 0.025]))
+    assert fof._accepted_range(t4, low4, high4, 0.025, ideal_tail="high", tail_levels=flat)[0] == pytest.approx(0.05 * 0.01 / 0.03)
+    assert fof._accepted_range(t4, low4, high4, 0.025, ideal_tail="high", one_sided_ideal=True)[0] == pytest.approx(
+        0.05 * 0.01 / 0.03)
+    far = 0.3 - levels[0][2]
+    assert fof._accepted_range(t4, low4, high4, 0.025, ideal_tail="high", tail_levels=levels)[0] == pytest.approx(
+        0.05 + 0.45 * (0.05 - 0.045) / (0.05 - 0.045 + far), rel=1e-3)
+    # for a score whose ideal is its smallest value ("low") the levels swap sides: the high tail 0.04 rejects t = 0
+    assert fof._accepted_range(t, high, low, 0.025, ideal_tail="low", tail_levels=one_sided)[0] == pytest.approx(
+        0.5 * 0.01 / 0.285)
+
+
+def test_unified_tail_levels_are_feldman_cousins_regions():
+    """The unified ordering (Feldman & Cousins 1998, Sec. IV.B) for X ~ N(mu, 1), mu >= 0, recomputed here by
+    brute force: x on a fine grid ranked by R(x) = phi(x - mu) / phi(x - max(0, x)), accepted until 95 %."""
+    from scipy.stats import norm
+
+    mu = np.array([0.0, 0.3, 0.5, 1.0, 1.5, 2.5, 8.0, np.nan, -0.4])
+    away, beyond = fof.unified_tail_levels(mu)
+    np.testing.assert_allclose(away + beyond, 0.05, atol=1e-12)  # every candidate's region holds 95 %
+    assert (away[0], beyond[0]) == (pytest.approx(0.05), 0.0)    # at the boundary: one-sided
+    assert (away[-1], beyond[-1]) == (pytest.approx(0.05), 0.0)  # negative distances are the boundary
+    np.testing.assert_allclose([away[5], away[6], away[7]], 0.025, atol=1e-9)  # far (and NaN): two-sided
+    assert np.all(np.diff(away[:7]) <= 1e-12) and np.all(np.diff(beyond[:7]) >= -1e-12)  # a continuous shift
+    x = np.linspace(-12.0, 14.0, 260_001)
+    step = x[1] - x[0]
+    for m, a, b in zip(mu[1:5], away[1:5], beyond[1:5]):
+        log_r = -0.5 * (x - m) ** 2 + 0.5 * (x - np.maximum(x, 0.0)) ** 2
+        order = np.argsort(-log_r, kind="stable")
+        mass = norm.pdf(x[order] - m) * step
+        kept = order[: int(np.searchsorted(np.cumsum(mass), 0.95)) + 1]
+        x1, x2 = x[kept].min(), x[kept].max()
+        assert norm.sf(x2 - m) == pytest.approx(a, abs=2e-4)
+        assert norm.cdf(x1 - m) == pytest.approx(b, abs=2e-4)
+    # by hand at mu = 1: the region is [x1, x2] = [-1.1551, 2.8194], equal ratios at its ends (x1 < 0:
+    # log R(x1) = x1 mu - mu^2 / 2 = -1.6551; x2 > 0: log R(x2) = -(x2 - mu)^2 / 2 = -1.6551) holding 95 %
+    x1, x2 = norm.ppf(beyond[3]) + 1.0, norm.isf(away[3]) + 1.0
+    assert (x1, x2) == (pytest.approx(-1.1551, abs=1e-4), pytest.approx(2.8194, abs=1e-4))
+    assert x1 * 1.0 - 0.5 == pytest.approx(-0.5 * (x2 - 1.0) ** 2, abs=1e-6)
 
 
 def test_report_says_why_s_kld_and_s_fair_have_no_interval_beside_the_estimate():

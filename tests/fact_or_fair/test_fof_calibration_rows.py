@@ -108,3 +108,26 @@ def test_distance_sweep_runs_from_the_curve_to_the_tables_mixed_model(tmp_path):
     cal.write_distance_sweep(points, tmp_path, tmp_path / "d.png")
     assert json.loads((tmp_path / "distance_objective_race.json").read_text()) == points
     assert (tmp_path / "d.png").stat().st_size > 1000
+
+
+def test_distance_reads_s_e_in_the_unified_ordering_and_s_e_keeps_its_own_interval(monkeypatch):
+    """A fair model's run at the objective gender design (30 cells of 3 answers: these first-group counts) whose
+    S_E plug-in is just beyond the ideal's 5 % quantile: the reported S_E interval (ideal one-sided, every
+    other candidate 2.5 % a side) ends a hair short of 1, while the region d's projection reads -- the same
+    runs in the unified ordering, one-sided near the ideal -- ends visibly lower; same lower end and centre."""
+    from lm_eval_bias.fact_or_fair import stats as fof
+
+    template = cal._design(15, 1, 3, 2, True)[0]
+    first = [3, 0, 2, 1, 2, 2, 3, 2, 1, 1, 0, 0, 2, 1, 2, 0, 2, 0, 2, 0, 1, 2, 3, 3, 3, 1, 3, 2, 3, 1]
+    counts = np.zeros((30, 4, 2), dtype=np.int64)
+    counts[:, 0, 0], counts[:, 1, 0] = first, 3 - np.array(first)
+    seen = []
+    projected = fof._projected_distance
+    monkeypatch.setattr(fof, "_projected_distance", lambda *a: seen.append(a[3]) or projected(*a))
+    out = fof.population_score_intervals(cal._table(template, counts), True, 200, 0, keys=["s_e", "distance"])
+    reported, unified = out["s_e"], seen[0]
+    assert 0.99 < reported[2] < 1.0                  # the ideal is rejected, the interval ends just short of it
+    assert unified[2] < reported[2] - 0.02           # the unified region ends clearly lower
+    assert unified[:2] == pytest.approx(reported[:2], abs=1e-12)
+    assert out["distance"][0] == pytest.approx(fof.distance_to_tradeoff_curve(
+        float(fof.scores_from_counts(counts, template, True, distance="none")["s_fact"]), unified[0], 2))
