@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 import numpy as np
-from scipy.optimize import minimize_scalar
+from scipy.optimize import brentq, minimize_scalar
 
 HIGH, LOW = "high", "low"
 
@@ -1202,7 +1202,8 @@ _UNIFIED_TWO_SIDED_FROM = 6.0
 
 
 def _unified_tails(mu: float, level: float) -> tuple[float, float]:
-    from scipy.optimize import brentq
+    """(away, beyond) tail probabilities of the unified region of a candidate at ``mu`` > 0 (the region's
+    likelihood-ratio threshold found by root finding)."""
     from scipy.stats import norm
 
     if mu <= 0.0:
@@ -1244,15 +1245,14 @@ def _accepted_range(t: np.ndarray, low: np.ndarray, high: np.ndarray, alpha: flo
     ok = np.isfinite(low) & np.isfinite(high)
     if not ok.any():
         return math.nan, math.nan, math.nan
+    t, low, high = t[ok], low[ok], high[ok]
     if tail_levels is not None and ideal_tail is not None:
         away, beyond = (np.asarray(v, dtype=np.float64)[ok] for v in tail_levels)
         level_low, level_high = (away, beyond) if ideal_tail == "high" else (beyond, away)
-        t, low, high = t[ok], low[ok], high[ok]
         margin = np.minimum(low - level_low, high - level_high)
         margin[np.abs(margin) <= 1e-12] = 0.0  # a mid-p equal to its level (10 of 200 runs at 5 %) is accepted,
         # whatever the rounding of the level's arithmetic (1 - 0.95 = 0.050000000000000044)
     else:
-        t, low, high = t[ok], low[ok], high[ok]
         margin = np.minimum(low, high) - alpha
         if one_sided_ideal and ideal_tail is not None and t[0] == 0.0:
             margin[0] = (low[0] if ideal_tail == "high" else high[0]) - 2 * alpha
