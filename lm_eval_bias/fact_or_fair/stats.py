@@ -1013,9 +1013,12 @@ def population_score_intervals(table: CellTable, objective: bool, n_sim: int, se
         mu[0] = 0.0  # the ideal itself
         return unified_tail_levels(mu, level)
 
-    def invert(key: str, anchor: np.ndarray, path: str) -> tuple[float, float, float]:
-        """(median-unbiased estimate, ci_low, ci_high) of ``key``; for S_E when d is asked for, its region in the
-        unified ordering too (``unified_s_e``: what d's projection reads), from the same simulated runs."""
+    no_interval = (math.nan, math.nan, math.nan)
+
+    def invert(key: str, anchor: np.ndarray, path: str, unified: bool = False) -> tuple[tuple[float, float, float],
+                                                                                         tuple[float, float, float]]:
+        """((median-unbiased estimate, ci_low, ci_high) of ``key``, the same read in the unified ordering from the
+        same simulated runs -- what d's projection reads of S_E -- when ``unified``, else NaN)."""
         def at(t: np.ndarray) -> np.ndarray:
             return inversion_path(anchor, np.atleast_1d(t), table.pairs, path)
 
@@ -1024,7 +1027,7 @@ def population_score_intervals(table: CellTable, objective: bool, n_sim: int, se
         exchange = path == "pooled"  # its ideal (every statistic's sides alike) is tested exactly, by exchange
         low, high, _, _ = tails(at(coarse), key, coarse_runs, exchange)
         if not np.isfinite(low).any():
-            return math.nan, math.nan, math.nan
+            return no_interval, no_interval
         margin = np.minimum(low, high)
         keep = np.flatnonzero(margin >= alpha / 2)  # generous: the fine pass decides
         if keep.size:
@@ -1039,7 +1042,7 @@ def population_score_intervals(table: CellTable, objective: bool, n_sim: int, se
 
         def accepted_scores(t_low: float, t_high: float, t_mid: float) -> tuple[float, float, float]:
             if not np.isfinite(t_low):
-                return math.nan, math.nan, math.nan
+                return no_interval
             # the interval is the set of scores of the accepted candidates: the score at the interpolated ends and
             # at every grid point between them (the score need not be monotone along the path, e.g. S_fair
             # towards t = 2)
@@ -1047,21 +1050,23 @@ def population_score_intervals(table: CellTable, objective: bool, n_sim: int, se
             theta = population(at(np.concatenate([[t_mid, t_low, t_high], inside])), key)
             return float(theta[0]), float(np.nanmin(theta[1:])), float(np.nanmax(theta[1:]))
 
-        if key == "s_e" and "distance" in keys:
-            unified_s_e.append(accepted_scores(*_accepted_range(fine, low, high, alpha, ideal_tail="high",
-                                                                tail_levels=unified_levels(mean, spread))))
-        return accepted_scores(*_accepted_range(fine, low, high, alpha, ideal_tail="high",
-                                                one_sided_ideal=key in ONE_SIDED_AT_IDEAL))
+        reported = accepted_scores(*_accepted_range(fine, low, high, alpha, ideal_tail="high",
+                                                    one_sided_ideal=key in ONE_SIDED_AT_IDEAL))
+        region = (accepted_scores(*_accepted_range(fine, low, high, alpha, ideal_tail="high",
+                                                   tail_levels=unified_levels(mean, spread)))
+                  if unified else no_interval)
+        return reported, region
 
-    unified_s_e: list[tuple[float, float, float]] = []  # S_E's region in the unified ordering, for d
     uniform_keys = [key for key in POPULATION_SCORES if key in keys and POPULATION_SCORES[key] == "uniform"]
     pooled_keys = [key for key in POPULATION_SCORES if key in keys and POPULATION_SCORES[key] == "pooled"]
+    s_e_region = no_interval  # S_E's region in the unified ordering, for d (NaN where S_E has no plug-in)
     for key in uniform_keys:
-        out[key] = invert(key, p_hat, "uniform")
+        out[key], region = invert(key, p_hat, "uniform", unified=key == "s_e" and "distance" in keys)
+        if key == "s_e":
+            s_e_region = region
     if ("distance" in keys or pooled_keys) and "s_e" not in out:  # S_E's inversion feeds d and the pooled anchor
-        out["s_e"] = invert("s_e", p_hat, "uniform")
+        out["s_e"], s_e_region = invert("s_e", p_hat, "uniform", unified="distance" in keys)
     if "distance" in keys:
-        s_e_region = unified_s_e[0] if unified_s_e else (math.nan, math.nan, math.nan)  # none: S_E has no plug-in
         out["distance"] = _projected_distance(table, objective, observed, s_e_region, p_hat, n_sim, seed, level)
     if pooled_keys:
         # the anchor of the pooled path: the shares shrunk toward uniform to S_E's median-unbiased value
@@ -1073,7 +1078,7 @@ def population_score_intervals(table: CellTable, objective: bool, n_sim: int, se
             anchor = inversion_path(p_hat, grid[[int(np.nanargmin(np.abs(along - s_e_centre)))]], table.pairs,
                                     "uniform")[0]
         for key in pooled_keys:
-            out[key] = invert(key, anchor, "pooled")
+            out[key] = invert(key, anchor, "pooled")[0]
     return {key: out[key] for key in keys}
 
 
