@@ -41,8 +41,8 @@ from typing import Sequence
 
 import numpy as np
 
-from lm_eval_bias.core.jackknife import (design_df, effective_n_wilson_interval, jackknife_stderr, logit_t_interval,
-                                         pooled_strata, ratio_jackknife)
+from lm_eval_bias.core.jackknife import (design_df, design_effect, effective_n_wilson_interval, jackknife_stderr,
+                                         logit_t_interval, pooled_strata, ratio_jackknife)
 
 
 @dataclass(frozen=True)
@@ -482,14 +482,29 @@ def difference_t_interval(estimate: float, stderr: float, df: int, level: float 
     return design_t_interval(estimate, stderr, df, level, bounds=(-1.0, 1.0))
 
 
+#: Shares of binary units whose interval at a bound (0 or 1) borrows the design effect of the enclosing
+#: scope (:func:`~lm_eval_bias.core.jackknife.boundary_interval`), with the number of units per valid
+#: pair-run: Cons (a pair-run consistent or not) and the status shares of :data:`STATUS_SHARE_UNITS`
+BORROWING_UNITS = {"consistency": 1.0, **STATUS_SHARE_UNITS}
+
+
 def _interval(key: str, estimate: float, stderr: float, df: int, n_clusters: float, n_pair_runs: float,
-              level: float) -> tuple[float, float]:
+              level: float, borrowed_design_effect: float | None = None) -> tuple[float, float]:
     if key in DIFFERENCE_KEYS:
         return difference_t_interval(estimate, stderr, df, level)
     if key in STATUS_SHARE_UNITS:
         return effective_n_wilson_interval(estimate, stderr, df, STATUS_SHARE_UNITS[key] * n_pair_runs, n_clusters,
-                                           level)
-    return logit_t_interval(estimate, stderr, df, n_clusters, level)
+                                           level, borrowed_design_effect=borrowed_design_effect)
+    units = BORROWING_UNITS.get(key, 0.0) * n_pair_runs
+    return logit_t_interval(estimate, stderr, df, n_clusters, level, units or None, borrowed_design_effect)
+
+
+def scope_design_effects(result: dict[str, float]) -> dict[str, float]:
+    """The design effect (:func:`~lm_eval_bias.core.jackknife.design_effect`) of each :data:`BORROWING_UNITS`
+    share of one scope's :func:`pair_summary` result (NaN where it cannot be estimated): what its cells
+    borrow at a bound."""
+    return {k: design_effect(result.get(k, float("nan")), result.get(f"{k}_stderr", float("nan")),
+                             units * result.get("n_pair_runs", 0.0)) for k, units in BORROWING_UNITS.items()}
 
 
 def _jackknife(sub: PairGrid, strata: np.ndarray, keys: Sequence[str]) -> dict[str, float]:
@@ -531,7 +546,9 @@ def pair_summary(g: PairGrid, n_boot: int, n_perm: int, seed: int, level: float 
       Tu 1995, The Jackknife and Bootstrap, Ch. 2) and ``<m>_ci_low`` / ``_ci_high`` the logit-t
       interval expit(logit(m) -+ t_{df} SE / (m (1 - m))) with df = pairs - strata
       (:func:`logit_t_interval`; Korn & Graubard 1999, Sec. 5.2; at m = 0 or 1 the t-Wilson interval
-      over the pairs, :func:`~lm_eval_bias.core.jackknife.wilson_t_interval`); the status shares
+      over the pairs, :func:`~lm_eval_bias.core.jackknife.wilson_t_interval`, except that in a category's
+      scope Cons and the status shares at a bound borrow the design effect of all pairs: Wilson's interval
+      at pair-runs / deff, :func:`~lm_eval_bias.core.jackknife.boundary_interval`); the status shares
       :data:`STATUS_SHARE_UNITS` (empty answers, refusal asymmetry) get Wilson's interval at the
       effective sample size instead (:func:`~lm_eval_bias.core.jackknife.effective_n_wilson_interval`,
       at most the number of responses / pair-runs), as the rates of :func:`response_rates`;
@@ -565,6 +582,7 @@ def pair_summary(g: PairGrid, n_boot: int, n_perm: int, seed: int, level: float 
     out: dict[str | None, dict[str, float]] = {}
     tie_weights = null_tie_weights(seed, (len(g.strata) + 1) * len(NULL_METRICS)).reshape(-1, len(NULL_METRICS))
     scope_row = {None: 0, **{name: k + 1 for k, name in enumerate(g.strata)}}
+    borrowed: dict[str, float] = {}  # the design effects of the scope of all pairs, which its cells borrow at a bound
     for scope, idx in scopes.items():
         sub, sub_donors = g, donors
         if scope is not None:  # a category: its own pairs (donors stay within category)
@@ -575,7 +593,7 @@ def pair_summary(g: PairGrid, n_boot: int, n_perm: int, seed: int, level: float 
         n_scope = len(idx)
         est = {k: float(v[0]) for k, v in _scoped(sub, None).items()}
         result = dict(est)
-        result.update(_intervals(sub, est, n_boot > 0, level))
+        result.update(_intervals(sub, est, n_boot > 0, level, borrowed if scope is not None else None))
         nulls: dict[str, list[np.ndarray]] = {}
         if sub_donors.shape[0] and can_permute:
             for part in _chunks(sub_donors.shape[0]):
@@ -589,13 +607,17 @@ def pair_summary(g: PairGrid, n_boot: int, n_perm: int, seed: int, level: float 
         result["n_pairs"] = float(n_scope)
         result["n_rated_pairs"] = float((~np.isnan(sub.human)).sum())
         result["n_pair_runs"] = float(sub.valid.sum())
+        if scope is None:
+            borrowed = scope_design_effects(result)
         out[scope] = result
     return out
 
 
-def _intervals(sub: PairGrid, est: dict[str, float], on: bool, level: float) -> dict[str, float]:
+def _intervals(sub: PairGrid, est: dict[str, float], on: bool, level: float,
+               borrowed: dict[str, float] | None = None) -> dict[str, float]:
     """``<k>_stderr``, ``<k>_ci_low``, ``<k>_ci_high`` of every estimate ``est`` of the pairs of ``sub``
-    (:func:`pair_summary`, "Intervals"); NaN when ``on`` is false or the scope is too small."""
+    (:func:`pair_summary`, "Intervals"); NaN when ``on`` is false or the scope is too small. ``borrowed``:
+    the enclosing scope's design effects (:func:`scope_design_effects`), used by a share at a bound."""
     result = {f"{k}{suffix}": float("nan") for k in est for suffix in ("_stderr", "_ci_low", "_ci_high")}
     if not on:
         return result
@@ -611,7 +633,8 @@ def _intervals(sub: PairGrid, est: dict[str, float], on: bool, level: float) -> 
         errors = _jackknife(part, strata, keys)
         n_pair_runs = float(part.valid.sum())
         for k in keys:
-            low, high = _interval(k, est[k], errors[k], df, float(len(members)), n_pair_runs, level)
+            low, high = _interval(k, est[k], errors[k], df, float(len(members)), n_pair_runs, level,
+                                  (borrowed or {}).get(k))
             result[f"{k}_stderr"], result[f"{k}_ci_low"], result[f"{k}_ci_high"] = errors[k], low, high
     return result
 
@@ -624,11 +647,14 @@ def response_rates(strata: Sequence[str], counts: dict[str, np.ndarray], n_boot:
     standard error of the ratio (:func:`ratio_jackknife`) and Wilson's interval at the effective sample
     size (:func:`effective_n_wilson_interval`: n_eff = rate (1 - rate) / SE^2, at most the number n of
     responses, times Korn & Graubard's 1998 adjustment (t_{n-1} / t_{df})^2 with df = pairs - strata;
-    the t-Wilson interval over the pairs at a rate of 0 or 1); NaN below :data:`MIN_PAIRS_FOR_INTERVAL`
+    the t-Wilson interval over the pairs at a rate of 0 or 1 over all pairs, and in a category at 0 or 1
+    Wilson's at responses / deff with the rate's design effect over all pairs,
+    :func:`~lm_eval_bias.core.jackknife.boundary_interval`); NaN below :data:`MIN_PAIRS_FOR_INTERVAL`
     pairs or when ``n_boot`` is 0 (``seed`` is not used: the jackknife is deterministic)."""
     strata = np.asarray([str(s) for s in strata], dtype=object)
     names = [k for k in counts if k != "responses"]
     out: dict[str | None, dict[str, float]] = {}
+    borrowed: dict[str, float] = {}  # each rate's design effect over all pairs, which a category borrows at 0 or 1
     for scope in [None, *sorted(set(strata.tolist()), key=str)]:
         idx = np.arange(len(strata)) if scope is None else np.flatnonzero(strata == scope)
         codes = pooled_strata(strata[idx])
@@ -642,7 +668,10 @@ def response_rates(strata: Sequence[str], counts: dict[str, np.ndarray], n_boot:
             se = low = high = float("nan")
             if n_boot and len(idx) >= MIN_PAIRS_FOR_INTERVAL and total > 0:
                 se = ratio_jackknife(hits, responses, codes)
-                low, high = effective_n_wilson_interval(rate, se, design_df(codes), total, float(len(idx)), level)
+                low, high = effective_n_wilson_interval(rate, se, design_df(codes), total, float(len(idx)), level,
+                                                        borrowed_design_effect=borrowed.get(name))
+                if scope is None:
+                    borrowed[name] = design_effect(rate, se, total)
             result[f"{name}_rate_stderr"], result[f"{name}_rate_ci_low"], result[f"{name}_rate_ci_high"] = se, low, high
         out[scope] = result
     return out

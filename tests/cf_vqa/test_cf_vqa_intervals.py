@@ -233,3 +233,92 @@ def test_mid_p_interval_by_hand_and_its_exact_coverage():
     ends = np.array([jackknife.mid_p_interval(x, 10) for x in counts])
     cover = [binom.pmf(counts, 10, t)[(ends[:, 0] <= t) & (t <= ends[:, 1])].sum() for t in np.arange(0.2, 0.81, 0.05)]
     assert min(cover) == pytest.approx(0.94935, abs=1e-4) and max(cover) == pytest.approx(0.98166, abs=1e-4)
+
+
+def test_design_effect_and_boundary_interval_by_hand():
+    # Kish's design effect: SE^2 / (p (1 - p) / n); p = 0.05, SE = 0.025, 120 units -> 0.000625 / 0.000395833 = 1.5789
+    assert jackknife.design_effect(0.05, 0.025, 120) == pytest.approx(0.000625 / (0.0475 / 120))
+    assert jackknife.design_effect(0.05, 0.025, 120) == pytest.approx(1.5789, abs=1e-4)
+    for p, se, n in ((0.0, 0.01, 120), (1.0, 0.01, 120), (0.05, 0.0, 120), (0.05, float("nan"), 120), (0.05, 0.01, 0)):
+        assert math.isnan(jackknife.design_effect(p, se, n))
+    z, t19, t119 = norm.ppf(0.975), student_t.ppf(0.975, 19), student_t.ppf(0.975, 119)
+    factor = (t119 / t19) ** 2
+    # a share of 1 over 120 units in 20 clusters: with no borrowed design effect, Wilson-t over the 20 clusters
+    assert jackknife.boundary_interval(1.0, 20, 19) == jackknife.wilson_t_interval(1.0, 20, 19)
+    assert jackknife.boundary_interval(1.0, 20, 19, n_units=120, borrowed_design_effect=float("nan")) == \
+        jackknife.wilson_t_interval(1.0, 20, 19)
+    # borrowed design effect 1.5: Wilson with z at 120 / 1.5 x (t_119 / t_19)^2 = 80 x 0.89501 = 71.60 units:
+    # [n* / (n* + z^2), 1] = [71.60 / 75.44, 1] = [0.9491, 1]
+    low, high = jackknife.boundary_interval(1.0, 20, 19, n_units=120, borrowed_design_effect=1.5)
+    assert low == pytest.approx(80 * factor / (80 * factor + z * z)) and high == 1.0
+    assert low == pytest.approx(0.9491, abs=5e-4)
+    # narrower than the clusters' [20 / (20 + t_19^2), 1] = [0.8203, 1], wider than the units' at deff 1
+    assert jackknife.wilson_t_interval(1.0, 20, 19)[0] == pytest.approx(0.8203, abs=5e-4)
+    at_one = jackknife.boundary_interval(1.0, 20, 19, n_units=120, borrowed_design_effect=0.7)  # deff < 1 taken as 1
+    assert at_one[0] == pytest.approx(120 * factor / (120 * factor + z * z)) and at_one[0] > low
+    # a rate of 0: [0, z^2 / (n* + z^2)]
+    assert jackknife.boundary_interval(0.0, 20, 19, n_units=120, borrowed_design_effect=1.5) == \
+        (0.0, pytest.approx(z * z / (80 * factor + z * z)))
+    # the two callers route their bounds through it; inside (0, 1) the borrowed value is not used
+    assert jackknife.logit_t_interval(1.0, 0.0, 19, 20, n_units=120, borrowed_design_effect=1.5) == (low, high)
+    assert jackknife.effective_n_wilson_interval(1.0, 0.0, 19, 120, 20, borrowed_design_effect=1.5) == (low, high)
+    assert jackknife.logit_t_interval(0.2, 0.05, 30, 31, n_units=120, borrowed_design_effect=1.5) == \
+        jackknife.logit_t_interval(0.2, 0.05, 30, 31)
+    assert jackknife.effective_n_wilson_interval(0.05, 0.025, 19, 120, 20, borrowed_design_effect=9.0) == \
+        jackknife.effective_n_wilson_interval(0.05, 0.025, 19, 120, 20)
+
+
+def test_a_category_at_a_bound_borrows_the_design_effect_of_all_pairs():
+    # two categories of 25 pairs x 2 runs: Culture answers alike in every run (Cons 1), Behavior differs in
+    # one run of pairs 0-4 (Cons 0.9 there). The response rates' counterpart is the next test.
+    pairs = []
+    for cat in ("Culture", "Behavior"):
+        for i in range(25):
+            for run in range(2):
+                flip = cat == "Behavior" and i < 5 and run == 0
+                pairs.append(stats.PairResponse(f"{cat}{i}", "a", "b" if flip else "a", 0.9, 0.9, run, cat))
+    summary = stats.pair_summary(stats.pair_grid(pairs), 1, 0, 0)
+    overall, culture, behavior = summary[None], summary["Culture"], summary["Behavior"]
+    assert culture["consistency"] == 1.0 and behavior["consistency"] == pytest.approx(0.9)
+    assert overall["consistency"] == pytest.approx(0.95) and overall["n_pair_runs"] == 100
+    deff = jackknife.design_effect(overall["consistency"], overall["consistency_stderr"], overall["n_pair_runs"])
+    assert stats.scope_design_effects(overall)["consistency"] == pytest.approx(deff)
+    # stratified jackknife: only Behavior varies (per-pair Cons 0.5 x5, 1 x20), so its SE is the textbook SE of
+    # that mean, and over all pairs (two equal strata) half of it
+    x = np.array([0.5] * 5 + [1.0] * 20)
+    se_behavior = x.std(ddof=1) / 5
+    assert behavior["consistency_stderr"] == pytest.approx(se_behavior, rel=1e-9)
+    assert overall["consistency_stderr"] == pytest.approx(se_behavior / 2, rel=1e-9)
+    assert deff == pytest.approx((se_behavior / 2) ** 2 * 100 / (0.95 * 0.05))
+    # Culture at Cons 1: Wilson with z at its 50 pair-runs / max(1, deff) x Korn & Graubard's factor (df 24)
+    expected = jackknife.boundary_interval(1.0, 25, 24, n_units=50, borrowed_design_effect=deff)
+    assert (culture["consistency_ci_low"], culture["consistency_ci_high"]) == (pytest.approx(expected[0]), 1.0)
+    n_star = 50 / max(1.0, deff) * min(1.0, (student_t.ppf(0.975, 49) / student_t.ppf(0.975, 24)) ** 2)
+    assert culture["consistency_ci_low"] == pytest.approx(n_star / (n_star + norm.ppf(0.975) ** 2))
+    # narrower than the Wilson-t interval over Culture's 25 pairs it had before
+    assert culture["consistency_ci_low"] > jackknife.wilson_t_interval(1.0, 25, 24)[0]
+    # Behavior is inside (0, 1): its own logit-t interval, unchanged
+    own = jackknife.logit_t_interval(0.9, behavior["consistency_stderr"], 24, 25)
+    assert (behavior["consistency_ci_low"], behavior["consistency_ci_high"]) == (pytest.approx(own[0]), pytest.approx(own[1]))
+    # one category only (the scope of all pairs is the category itself): nothing to borrow, Wilson-t over pairs
+    alone = stats.pair_summary(stats.pair_grid([p for p in pairs if p.category == "Culture"]), 1, 0, 0)
+    assert (alone["Culture"]["consistency_ci_low"], alone["Culture"]["consistency_ci_high"]) == \
+        jackknife.wilson_t_interval(1.0, 25, 24)
+
+
+def test_response_rates_of_a_category_at_zero_borrow_the_design_effect_of_all_pairs():
+    # Culture: no invalid answer in 25 pairs x 6 responses; Behavior: 5 in two pairs (3 + 2)
+    counts = {"responses": np.full(50, 6.0), "invalid": np.array([0.0] * 25 + [3.0, 2.0] + [0.0] * 23)}
+    out = stats.response_rates(["Culture"] * 25 + ["Behavior"] * 25, counts, 1, 0)
+    overall = out[None]
+    deff = jackknife.design_effect(overall["invalid_rate"], overall["invalid_rate_stderr"], 300.0)
+    assert deff > 1.5  # clustered in two pairs
+    expected = jackknife.boundary_interval(0.0, 25, 24, n_units=150.0, borrowed_design_effect=deff)
+    assert (out["Culture"]["invalid_rate_ci_low"], out["Culture"]["invalid_rate_ci_high"]) == \
+        (0.0, pytest.approx(expected[1]))
+    n_star = 150.0 / deff * min(1.0, (student_t.ppf(0.975, 149) / student_t.ppf(0.975, 24)) ** 2)
+    z2 = norm.ppf(0.975) ** 2
+    assert out["Culture"]["invalid_rate_ci_high"] == pytest.approx(z2 / (n_star + z2))
+    # between the units' bound (deff 1) and the clusters' (every response of a pair alike)
+    q2 = student_t.ppf(0.975, 24) ** 2
+    assert z2 / (150 + z2) < out["Culture"]["invalid_rate_ci_high"] < q2 / (25 + q2)
