@@ -12,7 +12,10 @@ tables are cells of this design, each calibrated at its own size (:func:`real_de
   about 160 pairs;
 - human consistency (App. D.2) on a fixed 30 % of the pairs, five workers each;
 - the smallest scope that gets an interval: a fixed set of ``stats.MIN_PAIRS_FOR_INTERVAL`` pairs of one
-  subcategory (and as many rated pairs for the human keys), to check the rule.
+  subcategory (and as many rated pairs for the human keys), to check the rule: once as a call of its own
+  (a ``--limit`` run: nothing encloses it) and once as a cell of a full run's subcategory table
+  (``smallest_cell``: the scope whose design effect a cell at a bound borrows,
+  :func:`lm_eval_bias.core.jackknife.boundary_interval`).
 
 ``quick`` shrinks to 40 pairs a category.
 
@@ -261,7 +264,21 @@ SCOPES = {
                  "rated pairs for the human keys)", ("consistency", "cc_auc", "sr_auc", "empty_answer_rate",
                                                      "refusal_asymmetry_rate", "human_consistency",
                                                      "consistency_minus_human") + RATE_KEYS),
+    "smallest_cell": ("the same MIN_PAIRS_FOR_INTERVAL pairs as a cell of a full run's subcategory table (the rest of "
+                      "their subcategory a cell of its own): the enclosing scope a cell at a bound borrows its design "
+                      "effect from", ("consistency", "cc_auc", "sr_auc", "empty_answer_rate", "refusal_asymmetry_rate")),
 }
+
+
+#: the label of the smallest scope's pairs when they are a cell of a full run (scope ``smallest_cell``)
+SMALLEST_CELL = "smallest in a run"
+
+
+def _smallest_cell_labels(design: Design) -> np.ndarray:
+    """The subcategory of every pair, with the smallest scope's pairs relabelled :data:`SMALLEST_CELL`."""
+    labels = design.subcategory.copy()
+    labels[design.smallest] = SMALLEST_CELL
+    return labels
 
 
 def scope_cells(design: Design) -> dict[str, dict[str, np.ndarray]]:
@@ -274,6 +291,7 @@ def scope_cells(design: Design) -> dict[str, dict[str, np.ndarray]]:
     out["source"] = {f"{c} / {s}": np.flatnonzero((design.category == c) & (design.source == s))
                      for c in CATEGORY_SIZES for s in SOURCES}
     out["smallest"] = {"smallest": design.smallest, "smallest rated": design.smallest_rated}
+    out["smallest_cell"] = {SMALLEST_CELL: design.smallest}
     return out
 
 
@@ -315,6 +333,8 @@ def estimates(g, counts, design: Design, level: float = 0.95) -> dict[str, dict[
     per_query = stats.pair_summary(_with_strata(g, design.category, query), 1, 0, 0, level)
     out["query_category"] = {c: per_query[c] for c in CATEGORY_SIZES}
     out["query_all"] = {"query": per_query[None]}
+    out["smallest_cell"] = {SMALLEST_CELL: stats.pair_summary(_with_strata(g, _smallest_cell_labels(design)), 1, 0, 0,
+                                                             level)[SMALLEST_CELL]}
     out["smallest"] = {}
     for cell, idx in cells["smallest"].items():
         one = stats.pair_summary(_with_strata(g, np.asarray(["cell"] * design.n, dtype=object), idx), 1, 0, 0, level)
