@@ -593,7 +593,7 @@ def pair_summary(g: PairGrid, n_boot: int, n_perm: int, seed: int, level: float 
         n_scope = len(idx)
         est = {k: float(v[0]) for k, v in _scoped(sub, None).items()}
         result = dict(est)
-        result.update(_intervals(sub, est, n_boot > 0, level, borrowed if scope is not None else None))
+        result.update(_intervals(sub, est, n_boot > 0, level, borrowed))  # empty for the scope of all pairs, computed first
         nulls: dict[str, list[np.ndarray]] = {}
         if sub_donors.shape[0] and can_permute:
             for part in _chunks(sub_donors.shape[0]):

@@ -224,7 +224,8 @@ def effective_n_wilson_interval(estimate: float, stderr: float, df: int, n_units
     When p is 0 or 1, or SE is 0, the design effect cannot be estimated and the interval is
     :func:`boundary_interval`: :func:`wilson_t_interval` over the ``n_clusters`` clusters (every unit of
     a cluster alike), as in :func:`logit_t_interval`, or, given a ``borrowed_design_effect`` (the same
-    rate's in the enclosing scope), Wilson's at ``n_units`` / max(1, deff) with the factor above. NaN without an estimate, SE, units or degrees of freedom. REFLECT's
+    rate's in the enclosing scope), Wilson's at ``n_units`` / max(1, deff) with the factor above. NaN
+    without an estimate, SE, units or degrees of freedom. REFLECT's
     rates (:func:`lm_eval_bias.core.bootstrap.effective_size_wilson_interval`) use the same effective
     size without the cap, and at a rate of 0 or 1 the trials, with the same factor and z."""
     from scipy.stats import norm
