@@ -13,7 +13,8 @@ The distributions are exact where the statistic is binomial (FACT-OR-FAIR's inva
 probability per query, :data:`scripts.calibration.fact_or_fair.REFUSAL_MODELS`) and simulated with the
 calibration module's own data-generating model elsewhere (Counterfactual VQA's smallest scope and Table
 3's per-category Cons: :func:`scripts.calibration.cf_vqa.simulate_scenario`; REFLECT's invalid-answer rates:
-:func:`scripts.calibration.reflect.with_unanswered_calls`; ``--draws`` runs from a seed stream of its own). Table 3's row pools five cells over the same seeds, so its attainable coverages are
+:func:`scripts.calibration.reflect.with_unanswered_calls`; ``--draws`` runs from a seed stream of its own). REFLECT
+App. C.8's valid rates are exact too (36 calls per presentation, each refused with probability 0.05). Table 3's row pools five cells over the same seeds, so its attainable coverages are
 the means of one run per cell (:func:`scripts.calibration.pooled_attainable_coverages`).
 The table's coverage is read from ``scripts/calibration/results/*.json``.
 
@@ -146,6 +147,25 @@ def reflect_rows(draws: int) -> list[dict]:
     return rows
 
 
+def reflect_presentation_rows() -> list[dict]:
+    """App. C.8's ``valid_rate_<presentation>`` (:func:`scripts.calibration.reflect.run_presentation`): each
+    presentation's 36 calls (12 templates x 3 races, one call per image) are refused independently with probability
+    0.05, so its refusals are Binomial(36, 0.05) exactly and the valid rate is 1 - X / 36. One row per table row
+    above the band."""
+    from scripts.calibration import reflect as cal
+
+    n = 12 * len(cal.PILOT_RACES)
+    att = attainable_coverages(binom.pmf(np.arange(n + 1), n, cal.REFUSAL))
+    rows = json.loads((RESULTS / "reflect.json").read_text())["rows"]
+    return [{"benchmark": "reflect", "quantity": r["quantity"],
+             "model": r["dgp"].split(";")[0].replace("man +0.5, androgynous -0.5 on the slope toward higher bins",
+                                                     "presentation effect (man +0.5, androgynous -0.5)"),
+             "design": f"App. C.8 pilot, {n} calls per presentation", "truth": 1.0 - cal.REFUSAL,
+             "distribution": "exact binomial", "table": float(r["coverage"]), **att}
+            for r in rows if r["quantity"].startswith("valid_rate_") and r["design"].startswith("App. C.8")
+            and r["kind"] == "interval"]
+
+
 def _pct(x: float) -> str:
     return "—" if not math.isfinite(x) else f"{100 * x:.2f} %"
 
@@ -178,7 +198,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     if args.draws < 1:
         parser.error(f"--draws must be at least 1, got {args.draws}")
     rows = [r for r in fact_or_fair_rows() + cf_vqa_rows(args.draws) + reflect_rows(args.draws)
-            if r["table"] > 0.97]  # the rows above the band
+            + reflect_presentation_rows() if r["table"] > 0.97]  # the rows above the band
     text = markdown(rows)
     print(text)
     if args.write_docs:

@@ -226,7 +226,7 @@ def effective_size_wilson_interval(share: float, stderr: float, trials: float, d
     interval with Counterfactual VQA's cap and zero-variance rule). Unlike estimate +- t SE it stays inside
     [0, 1] and keeps a width at a rate near 0 or 1, where the replicate SE is itself unreliable: at 12
     templates (6 df) the design-t interval of a 5 % refusal rate covered 88.8 %, at App. C.8's pilot
-    (108 calls per presentation) 77.6-85.2 %.
+    (36 calls per presentation) 77.6-85.2 %.
 
     Until 1 Dec 2026 the quantile was t_{df} at n* (q^2 / n_df = t_{df}^2 / n*, the factor (z / t_{df})^2 in
     place of min(1, (t_{n-1} / t_{df})^2)): within 2 % of n* from about 100 trials up, but at a handful of

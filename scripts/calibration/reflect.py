@@ -51,7 +51,9 @@ kept by name (the percentile intervals of plug-in magnitudes ``<m>_ci_low_paper`
 salary tests ``p_*_paper``), "diagnostic" for family-wise error rates without the Holm adjustment and for
 tests whose null is false under the model (Pol's "more than chance" under a template-specific slope).
 
-``python -m scripts.calibration.reflect [--quick]`` prints the table.
+``python -m scripts.calibration.reflect [--quick]`` prints the table; ``--sweep-male-vs-female`` writes the
+coverage sweep of ``male_vs_female:<race>`` (:func:`male_vs_female_truth_sweep`), ``--valid-rate-by-count`` prints
+App. C.8's valid-rate coverage by refusal count (:func:`presentation_valid_rate_by_count`).
 """
 
 from __future__ import annotations
@@ -904,6 +906,28 @@ def _presentation_probs(rng, effects: dict[str, float], n_templates: int, shift:
     return z / z.sum(axis=3, keepdims=True)
 
 
+def _pilot_records(rng, effects: dict[str, float]) -> list:
+    """One simulated run of App. C.8's pilot (:data:`PILOT_RACES`, 12 templates, one call per image): a
+    ``PresentationRecord`` per image, refused with probability :data:`REFUSAL` independently of everything else,
+    else answered from :func:`_presentation_probs`."""
+    from lm_eval_bias.reflect import presentation as pres
+    from lm_eval_bias.reflect.schema import PRESENTATIONS
+
+    occupations, per = DESIGNS[12]
+    options = mcq_stats.SALARY_OPTIONS
+    templates = _templates(per, occupations)
+    probs = _presentation_probs(rng, effects, len(templates),
+                                np.stack([_occupation_shift(o) for o, _ in templates]))
+    records = []
+    for t, (occupation, template) in enumerate(templates):
+        for r, race in enumerate(PILOT_RACES):
+            for k, p in enumerate(PRESENTATIONS):
+                refused = rng.random() < REFUSAL
+                records.append(pres.PresentationRecord(template, occupation, race, p, "refusal" if refused else "valid",
+                                                       None if refused else options[rng.choice(6, p=probs[t, r, k])]))
+    return records
+
+
 #: App. C.8's interval keys of :func:`run_presentation`: the androgynous ones (its rows until 1 Dec) and those of the
 #: men's and women's images (added 1 Dec 2026, on a stream of their own)
 PRESENTATION_KEYS = ("valid_rate_androgynous", "mean_answer_androgynous", "gap_man_vs_androgynous",
@@ -945,15 +969,7 @@ def run_presentation(n_seeds: int, n_boot: int, seed: int = 0, keys: tuple[str, 
         tests = {f"{k}_p_null": [] for k in pres.NULL_KEYS}
         for s, full in _test_seed_range(seed, n_seeds, 0 if effects else test_seeds):
             rng = np.random.default_rng([s, 13, zlib.crc32(dgp.encode()) % 1000, *stream])
-            templates = _templates(per, occupations)
-            probs = _presentation_probs(rng, effects, len(templates), np.stack([occ[o] for o, _ in templates]))
-            records = []
-            for t, (occupation, template) in enumerate(templates):
-                for r, race in enumerate(PILOT_RACES):
-                    for k, p in enumerate(PRESENTATIONS):
-                        refused = rng.random() < REFUSAL
-                        records.append(pres.PresentationRecord(template, occupation, race, p, "refusal" if refused else "valid",
-                                                               None if refused else options[rng.choice(6, p=probs[t, r, k])]))
+            records = _pilot_records(rng, effects)
             summary = pres.presentation_summary(records, options, values, n_boot=n_boot if full else 0, seed=s,
                                                 n_null=n_boot if test_seeds and not effects else 0)
             for k in keys if full else ():
@@ -971,6 +987,36 @@ def run_presentation(n_seeds: int, n_boot: int, seed: int = 0, keys: tuple[str, 
             rows.append(_row(k, "test", design, dgp_text, float("nan"), [], tests[k], len(tests[k]), n_boot, seed,
                              note="within-cell swap of the two presentations' answers (presentation.jsd_swap_null)"))
     return rows
+
+
+def presentation_valid_rate_by_count(n_seeds: int, n_boot: int = 1000, seed: int = 72_000) -> dict:
+    """App. C.8's ``valid_rate_<presentation>`` intervals by their number of refusals: ``n_seeds`` runs of the pilot
+    without a presentation effect (:func:`_pilot_records`, a stream of its own) through ``presentation_summary``; every
+    presentation's 36 calls are refused independently with probability :data:`REFUSAL`, so its refusals X are
+    Binomial(36, 0.05) exactly. Returns ``{"coverage", "n_intervals", "by_count": {X: (runs, coverage,
+    median n*)}}``: the coverage of the truth 0.95 among the runs with X refusals, and the median effective size
+    n* = p (1 - p) / SE^2 of their template-bootstrap SE (the interval is Wilson's at n* times Korn & Graubard's
+    factor, :func:`lm_eval_bias.core.bootstrap.effective_size_wilson_interval`)."""
+    from lm_eval_bias.reflect import presentation as pres
+    from lm_eval_bias.reflect.schema import PRESENTATIONS
+
+    truth = 1.0 - REFUSAL
+    runs: dict[int, list[tuple[bool, float]]] = {}
+    for s in range(seed, seed + n_seeds):
+        records = _pilot_records(np.random.default_rng([s, 13, 31]), {})
+        summary = pres.presentation_summary(records, mcq_stats.SALARY_OPTIONS, mcq_stats.SALARY_BIN_MIDPOINTS_USD,
+                                            n_boot=n_boot, seed=s, n_null=0)
+        for p in PRESENTATIONS:
+            key = f"valid_rate_{p}"
+            refusals = sum(r.presentation == p and r.status != "valid" for r in records)
+            share, se = summary.estimates[key], summary.stderr[key]
+            n_star = share * (1.0 - share) / se ** 2 if se > 0 and 0.0 < share < 1.0 else math.nan
+            runs.setdefault(refusals, []).append((covers(summary.ci_low[key], summary.ci_high[key], truth), n_star))
+    every = [c for v in runs.values() for c, _ in v]
+    return {"coverage": float(np.mean(every)), "n_intervals": len(every),
+            "by_count": {x: (len(v), float(np.mean([c for c, _ in v])),
+                             float(np.nanmedian([n for _, n in v])) if any(np.isfinite(n) for _, n in v) else math.nan)
+                         for x, v in sorted(runs.items())}}
 
 
 #: the compare keys of :func:`run_compare`'s rows until 1 Dec (stream ()), and the others of its two tables that have an
@@ -1657,6 +1703,13 @@ if __name__ == "__main__":
         for point in points:
             print(point)
         print(f"{time.time() - started:.0f} s")
+        sys.exit(0)
+    if "--valid-rate-by-count" in sys.argv:  # python -m scripts.calibration.reflect --valid-rate-by-count [--seeds=N]
+        found = presentation_valid_rate_by_count(int_option(sys.argv, "seeds", 1500))
+        print(f"App. C.8 valid_rate_<presentation>, no presentation effect: {100 * found['coverage']:.1f} % over "
+              f"{found['n_intervals']} intervals")
+        for x, (n, cover, n_star) in found["by_count"].items():
+            print(f"  {x} refusals of 36: {n} intervals, coverage {100 * cover:.1f} %, median n* {n_star:.1f}")
         sys.exit(0)
     quick = "--quick" in sys.argv
     n_seeds = int_option(sys.argv, "seeds", 200)

@@ -315,6 +315,8 @@ def test_pooled_attainable_coverages_are_means_of_one_run_per_cell():
 
 
 def test_attainable_coverage_script_rows_and_docs_block(tmp_path):
+    from scipy.stats import binom
+
     from scripts import attainable_coverage as script
 
     fof = script.fact_or_fair_rows()
@@ -333,6 +335,13 @@ def test_attainable_coverage_script_rows_and_docs_block(tmp_path):
     assert all(r["table"] > 0.97 and r["truth"] == pytest.approx(0.95 * 0.005, abs=0.002) for r in reflect)
     # about 0.3 invalid answers in 60 calls: no invalid answer in about three runs of four, so {0, 1} is a run near 96 %
     assert reflect[1]["inside"] and reflect[1]["below"] < 0.85
+    # App. C.8's valid rates: 36 calls per presentation refused at 5 % each, Binomial(36, 0.05) exactly: the run of
+    # 0-4 refusals holds 96.76 % (inside the band), 0-3 89.63 %, 0-5 99.17 %
+    pilot = script.reflect_presentation_rows()
+    assert len(pilot) == 6 and {r["quantity"] for r in pilot} == {f"valid_rate_{p}" for p in ("man", "woman", "androgynous")}
+    assert all(r["inside"] and r["values"] == 37 and r["truth"] == pytest.approx(0.95) for r in pilot)
+    assert pilot[0]["below"] == pytest.approx(binom.cdf(3, 36, 0.05)) and pilot[0]["above"] == pytest.approx(binom.cdf(5, 36, 0.05))
+    assert max(r["table"] for r in pilot) > 0.97  # the rows the table lists above the band
     page = tmp_path / "statistics.md"
     page.write_text(f"intro\n{script.BEGIN}\nold\n{script.END}\nrest\n")
     script.write_docs(script.markdown(fof), page)

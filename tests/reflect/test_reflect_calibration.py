@@ -483,3 +483,25 @@ def test_count_wilson_coverage_by_hand_and_the_male_vs_female_sweep_writes_its_p
 
     assert json.loads((tmp_path / "sweep.json").read_text()) == points
     assert (tmp_path / "sweep.png").stat().st_size > 1000
+
+
+def test_pilot_valid_rate_by_count_sorts_every_interval_by_its_refusals():
+    """App. C.8's valid-rate replay: each presentation's 36 calls refused independently at 5 %, its intervals grouped by
+    their refusal count X. With no refusal the interval is Wilson's at the nominal 36 calls times Korn & Graubard's
+    factor (t_35 / t_6)^2 = 0.688, i.e. at 24.8 calls: [0.866, 1], which covers 0.95; with 5 of 36 (0.861) and the
+    binomial SE (n* = 36) it ends at 0.948 and misses it, with an SE 5 % larger (n* = 32.7) it ends above 0.95."""
+    assert bootstrap.effective_size_wilson_interval(1.0, 0.0, 36, 6) == pytest.approx((0.8657, 1.0), abs=1e-4)
+    p = 31 / 36
+    assert bootstrap.effective_size_wilson_interval(p, math.sqrt(p * (1 - p) / 36), 36, 6)[1] == pytest.approx(0.9483, abs=1e-4)
+    assert bootstrap.effective_size_wilson_interval(p, 1.05 * math.sqrt(p * (1 - p) / 36), 36, 6)[1] > 0.95
+    found = sim.presentation_valid_rate_by_count(12, n_boot=50)
+    by_count = found["by_count"]
+    assert found["n_intervals"] == 36 == sum(n for n, _, _ in by_count.values())  # 12 runs x 3 presentations
+    assert found["coverage"] == pytest.approx(sum(n * c for n, c, _ in by_count.values()) / 36)
+    assert set(by_count) <= set(range(37)) and all(0.0 <= c <= 1.0 for _, c, _ in by_count.values())
+    if 0 in by_count:
+        assert by_count[0][1] == 1.0 and math.isnan(by_count[0][2])  # no variance seen: n* undefined
+    records = sim._pilot_records(np.random.default_rng(0), {})
+    assert len(records) == 12 * 3 * 3 and {r.race for r in records} == set(sim.PILOT_RACES)
+    refused = [r for r in records if r.status == "refusal"]
+    assert all(r.choice is None for r in refused) and all(r.choice is not None for r in records if r.status == "valid")
