@@ -53,7 +53,9 @@ tests whose null is false under the model (Pol's "more than chance" under a temp
 
 ``python -m scripts.calibration.reflect [--quick]`` prints the table; ``--sweep-male-vs-female`` writes the
 coverage sweep of ``male_vs_female:<race>`` (:func:`male_vs_female_truth_sweep`), ``--valid-rate-by-count`` prints
-App. C.8's valid-rate coverage by refusal count (:func:`presentation_valid_rate_by_count`).
+App. C.8's valid-rate coverage by refusal count (:func:`presentation_valid_rate_by_count`), ``--sweep-polarization``
+and ``--sweep-jsd`` write the coverage sweeps of Pol and the salary MCQ's jsd_male at 48 templates
+(:func:`polarization_truth_sweep`, :func:`jsd_truth_sweep`).
 """
 
 from __future__ import annotations
@@ -1668,6 +1670,116 @@ def male_vs_female_truth_sweep(n_seeds: int, n_boot: int = 1000, seed: int = 70_
     return out
 
 
+#: Pol truths of :func:`polarization_truth_sweep`: from 0 through the 48-template detection limit (0.05) to strong
+POL_SWEEP_TARGETS = (0.0, 0.01, 0.02, 0.03, 0.04, 0.05, 0.075, 0.10, 0.15, 0.20, 0.25)
+
+
+def _sweep_point(target: float, scale: float, truth: float, interval_of_seed, n_seeds: int, seed: int) -> dict:
+    """One point of a magnitude's coverage sweep (:func:`polarization_truth_sweep`, :func:`jsd_truth_sweep`): the
+    interval ``interval_of_seed(s)`` -> (low, high) of seeds ``seed`` .. ``seed + n_seeds - 1`` against ``truth``,
+    with the two sides of the misses (``miss_truth_above``: the interval ends below the truth), how often the lower
+    end is 0 and the mean width."""
+    from scripts.calibration import seed_clustered_mc_error
+
+    hits, above, below, at_zero, widths = [], [], [], [], []
+    for s in range(seed, seed + n_seeds):
+        low, high = interval_of_seed(s)
+        hits.append([covers(low, high, truth)])
+        above.append(float(truth > high))
+        below.append(float(truth < low))
+        at_zero.append(float(low == 0.0))
+        widths.append(high - low)
+    flat = np.asarray(hits, dtype=float).ravel()
+    return {"target": target, "scale": scale, "truth": truth, "coverage": float(np.nanmean(flat)),
+            "mc_error": seed_clustered_mc_error(hits), "intervals": int(np.isfinite(flat).sum()),
+            "miss_truth_above": float(np.mean(above)), "miss_truth_below": float(np.mean(below)),
+            "lower_end_zero": float(np.mean(at_zero)), "mean_width": float(np.nanmean(widths)),
+            "n_seeds": n_seeds, "seed": seed}
+
+
+def _in_parallel(point, targets, processes: int, **fixed) -> list[dict]:
+    """``[point(t, **fixed) for t in targets]``, over ``processes`` worker processes when > 1 (same numbers: every
+    point has its own seeds)."""
+    if processes <= 1:
+        return [point(t, **fixed) for t in targets]
+    from concurrent.futures import ProcessPoolExecutor
+    from functools import partial
+
+    with ProcessPoolExecutor(processes) as pool:
+        return list(pool.map(partial(point, **fixed), targets))
+
+
+def _polarization_sweep_point(target: float, n_seeds: int, n_boot: int, seed: int) -> dict:
+    """One point of :func:`polarization_truth_sweep`."""
+    occupations, per = DESIGNS[48]
+    scale = 0.0 if target == 0 else _scale_for(lambda c: truth_2afc(c * BASE_2AFC, 0.5, n=4000)["polarization"], target)
+    beta = scale * BASE_2AFC
+    truth = 0.0 if target == 0 else truth_2afc(beta, 0.5)["polarization"]
+
+    def interval(s: int) -> tuple[float, float]:
+        rng = np.random.default_rng([s, 29, 48, int(round(target * 10_000))])
+        summary = twoafc_stats.twoafc_summary(simulate_2afc(rng, beta, 0.5, per, 0.0, occupations), n_boot=n_boot,
+                                              seed=s, n_null=n_boot)
+        return summary.ci_low["polarization"], summary.ci_high["polarization"]
+
+    return _sweep_point(target, scale, truth, interval, n_seeds, seed)
+
+
+def polarization_truth_sweep(n_seeds: int, n_boot: int = 1000, seed: int = 80_000, targets=POL_SWEEP_TARGETS,
+                             processes: int = 1) -> list[dict]:
+    """Coverage of Pol's interval (``twoafc_summary``'s ``polarization_ci_low`` / ``_ci_high``: the profiled test
+    inversion of :func:`lm_eval_bias.core.bootstrap.mean_abs_deviation_interval`) at 48 templates as a function of
+    its truth, between the table's grid points (0, 0.05, 0.10, strong): the model of :func:`run_2afc` with the
+    group effects :data:`BASE_2AFC` scaled (bisection on the population truth) to each of ``targets``; portrait
+    effects sd 0.5, position bias 0.3, 5 % refusals. Each point also gives the two sides of its misses
+    (``miss_truth_above``: the interval ends below the truth), how often the lower end is 0 (``lower_end_zero``)
+    and the mean width. Issue 31 found the interval of 26 Nov, a test followed by an interval, covering 0.83 at
+    Pol = 0.05. At 12 and 6 templates the task shows no Pol interval (too few df), so there is nothing to sweep.
+    A stream of its own (``seed`` ..); ``processes`` > 1 runs the points in parallel (same numbers)."""
+    return _in_parallel(_polarization_sweep_point, targets, processes, n_seeds=n_seeds, n_boot=n_boot, seed=seed)
+
+
+#: jsd_male truths of :func:`jsd_truth_sweep`: from 0 through the table's grid (0.03, 0.06 and its "0.10", whose
+#: truth is 0.081: the base effects saturate there, the scale at its bisection bound 40) and between
+JSD_SWEEP_TARGETS = (0.0, 0.005, 0.01, 0.02, 0.03, 0.04, 0.06, 0.08)
+
+
+def _jsd_sweep_point(target: float, n_seeds: int, n_boot: int, seed: int) -> dict:
+    """One point of :func:`jsd_truth_sweep`."""
+    occupations, per = DESIGNS[48]
+    v = MCQ_VARIANTS["salary"]
+    scale = 0.0 if target == 0 else _scale_for(lambda c: truth_mcq(c * MCQ_BASE_EFFECT, 0.5, n=4000,
+                                                                     occupations=occupations)["jsd_male"], target, hi=40.0)
+    beta = scale * MCQ_BASE_EFFECT
+    truth = 0.0 if target == 0 else truth_mcq(beta, 0.5, occupations=occupations)["jsd_male"]
+
+    def interval(s: int) -> tuple[float, float]:
+        rng = np.random.default_rng([s, 37, 48, int(round(target * 10_000))])
+        records = simulate_mcq(rng, beta, 0.5, per, 0.0, occupations, "salary", 1)
+        summary = mcq_stats.mcq_summary(records, v.options, v.values, n_boot=n_boot, seed=s, n_null=n_boot,
+                                        jsd_interval_keys=("jsd_male",))
+        return summary.ci_low["jsd_male"], summary.ci_high["jsd_male"]
+
+    return _sweep_point(target, scale, truth, interval, n_seeds, seed)
+
+
+def jsd_truth_sweep(n_seeds: int, n_boot: int = 1000, seed: int = 81_000, targets=JSD_SWEEP_TARGETS,
+                    processes: int = 1) -> list[dict]:
+    """Coverage of the salary MCQ's ``jsd_male`` interval (``mcq_summary``'s parametric test inversion,
+    :func:`lm_eval_bias.reflect.mcq.jsd_inversion_interval`; at a true 0 the exact relabelling test decides 0) at 48
+    templates as a function of its truth, between the table's grid points (0, 0.03, 0.06, 0.10): the model of
+    :func:`run_mcq` with :data:`MCQ_BASE_EFFECT` scaled (bisection on the population truth) to each of ``targets``;
+    portrait effects sd 0.5 per option logit, 5 % refusals. The point's keys as :func:`polarization_truth_sweep`'s.
+    Issue 31 found the JSD interval of 26 Nov covering 0.86-0.90 at 0.03-0.06. A stream of its own."""
+    return _in_parallel(_jsd_sweep_point, targets, processes, n_seeds=n_seeds, n_boot=n_boot, seed=seed)
+
+
+POL_SWEEP_JSON = Path(__file__).resolve().parent / "sweeps" / "polarization_48.json"
+POL_SWEEP_FIGURE = Path(__file__).resolve().parents[2] / "docs" / "coverage-sweep-polarization.png"
+JSD_SWEEP_JSON = Path(__file__).resolve().parent / "sweeps" / "jsd_male_48.json"
+JSD_SWEEP_FIGURE = Path(__file__).resolve().parents[2] / "docs" / "coverage-sweep-jsd.png"
+
+
 def _print(rows: list[dict]) -> None:
     for r in rows:
         value = r["coverage"] if r["kind"] == "interval" else r["rejection_rate"] if r["kind"] == "test" else r["mean_estimate"]
@@ -1704,6 +1816,20 @@ if __name__ == "__main__":
             print(point)
         print(f"{time.time() - started:.0f} s")
         sys.exit(0)
+    for flag, sweep, json_path, figure_path, label in (
+            ("--sweep-polarization", polarization_truth_sweep, POL_SWEEP_JSON, POL_SWEEP_FIGURE, "Pol"),
+            ("--sweep-jsd", jsd_truth_sweep, JSD_SWEEP_JSON, JSD_SWEEP_FIGURE, "jsd_male, salary MCQ")):
+        if flag in sys.argv:  # python -m scripts.calibration.reflect --sweep-<x> [--seeds=N] [--processes=P]
+            from scripts.calibration import write_truth_sweep
+
+            started = time.time()
+            points = sweep(int_option(sys.argv, "seeds", 400), processes=int_option(sys.argv, "processes", 1))
+            write_truth_sweep(points, json_path, figure_path, f"truth ({label})",
+                              f"{label} at 48 templates; {points[0]['n_seeds']} seeds a point")
+            for point in points:
+                print(point)
+            print(f"{time.time() - started:.0f} s")
+            sys.exit(0)
     if "--valid-rate-by-count" in sys.argv:  # python -m scripts.calibration.reflect --valid-rate-by-count [--seeds=N]
         found = presentation_valid_rate_by_count(int_option(sys.argv, "seeds", 1500))
         print(f"App. C.8 valid_rate_<presentation>, no presentation effect: {100 * found['coverage']:.1f} % over "

@@ -505,3 +505,26 @@ def test_pilot_valid_rate_by_count_sorts_every_interval_by_its_refusals():
     assert len(records) == 12 * 3 * 3 and {r.race for r in records} == set(sim.PILOT_RACES)
     refused = [r for r in records if r.status == "refusal"]
     assert all(r.choice is None for r in refused) and all(r.choice is not None for r in records if r.status == "valid")
+
+
+def test_polarization_sweep_points_split_every_interval_into_cover_and_the_two_misses(tmp_path):
+    """Pol's coverage sweep at 48 templates: the scale of the base effects found by bisection on the population
+    truth (0 at a target of 0), every interval either covering the truth or missing it on one side, and the same
+    numbers whether the points run in one process or two."""
+    points = sim.polarization_truth_sweep(2, n_boot=40, targets=(0.0, 0.05))
+    assert [p["target"] for p in points] == [0.0, 0.05]
+    assert points[0]["scale"] == 0.0 and points[0]["truth"] == 0.0
+    assert points[1]["truth"] == pytest.approx(0.05, abs=0.004) and points[1]["scale"] > 0
+    for p in points:
+        assert p["intervals"] == 2 and p["n_seeds"] == 2
+        assert p["coverage"] + p["miss_truth_above"] + p["miss_truth_below"] == pytest.approx(1.0)
+        assert 0.0 <= p["lower_end_zero"] <= 1.0 and 0.0 < p["mean_width"] <= 0.5
+    assert points[0]["miss_truth_below"] == 0.0  # a truth of 0 can lie below no interval of a Pol >= 0
+    assert sim.polarization_truth_sweep(2, n_boot=40, targets=(0.0, 0.05), processes=2) == points
+    jsd = sim.jsd_truth_sweep(2, n_boot=40, targets=(0.0, 0.03))
+    assert jsd[0]["truth"] == 0.0 and jsd[1]["truth"] == pytest.approx(0.03, abs=0.003)
+    assert all(p["coverage"] + p["miss_truth_above"] + p["miss_truth_below"] == pytest.approx(1.0) for p in jsd)
+    from scripts.calibration import write_truth_sweep
+
+    write_truth_sweep(points, tmp_path / "pol.json", tmp_path / "pol.png", "truth (Pol)")
+    assert (tmp_path / "pol.png").stat().st_size > 1000
