@@ -215,7 +215,8 @@ class MCQVariant:
 
 
 #: salary (6 bins, Figure 9): every pre-existing MCQ row, jsd_male .03, .06 (issue 31: where the retired rule covered
-#: .86-.90) and a strong .1; education (4 levels: secondary school, bachelor, master, doctorate), most answers on a
+#: .86-.90) and a strong .1 (a target the base effects cannot reach: they saturate at .081, the scale at the bisection's
+#: bound 40, so the "jsd_male 0.10" rows' truth is .081, as their truth column says); education (4 levels: secondary school, bachelor, master, doctorate), most answers on a
 #: bachelor's degree, a doctorate the rarest, jsd_male .01 (a small effect), .03 and .06 (.07 is this model's limit:
 #: four options saturate)
 MCQ_VARIANTS = {
