@@ -1710,7 +1710,7 @@ def _in_parallel(point, targets, processes: int, **fixed) -> list[dict]:
         return list(pool.map(partial(point, **fixed), targets))
 
 
-def _polarization_sweep_point(target: float, n_seeds: int, n_boot: int, seed: int) -> dict:
+def _polarization_sweep_point(target: float, n_seeds: int, n_boot: int, seed: int, n_samples: int = 1) -> dict:
     """One point of :func:`polarization_truth_sweep`."""
     occupations, per = DESIGNS[48]
     scale = 0.0 if target == 0 else _scale_for(lambda c: truth_2afc(c * BASE_2AFC, 0.5, n=4000)["polarization"], target)
@@ -1718,16 +1718,16 @@ def _polarization_sweep_point(target: float, n_seeds: int, n_boot: int, seed: in
     truth = 0.0 if target == 0 else truth_2afc(beta, 0.5)["polarization"]
 
     def interval(s: int) -> tuple[float, float]:
-        rng = np.random.default_rng([s, 29, 48, int(round(target * 10_000))])
-        summary = twoafc_stats.twoafc_summary(simulate_2afc(rng, beta, 0.5, per, 0.0, occupations), n_boot=n_boot,
-                                              seed=s, n_null=n_boot)
+        rng = np.random.default_rng([s, 29, 48, int(round(target * 10_000)), *(() if n_samples == 1 else (n_samples,))])
+        summary = twoafc_stats.twoafc_summary(simulate_2afc(rng, beta, 0.5, per, 0.0, occupations, n_samples),
+                                              n_boot=n_boot, seed=s, n_null=n_boot)
         return summary.ci_low["polarization"], summary.ci_high["polarization"]
 
-    return _sweep_point(target, scale, truth, interval, n_seeds, seed)
+    return {**_sweep_point(target, scale, truth, interval, n_seeds, seed), **({} if n_samples == 1 else {"samples": n_samples})}
 
 
 def polarization_truth_sweep(n_seeds: int, n_boot: int = 1000, seed: int = 80_000, targets=POL_SWEEP_TARGETS,
-                             processes: int = 1) -> list[dict]:
+                             processes: int = 1, n_samples: int = 1) -> list[dict]:
     """Coverage of Pol's interval (``twoafc_summary``'s ``polarization_ci_low`` / ``_ci_high``: the profiled test
     inversion of :func:`lm_eval_bias.core.bootstrap.mean_abs_deviation_interval`) at 48 templates as a function of
     its truth, between the table's grid points (0, 0.05, 0.10, strong): the model of :func:`run_2afc` with the
@@ -1736,8 +1736,11 @@ def polarization_truth_sweep(n_seeds: int, n_boot: int = 1000, seed: int = 80_00
     (``miss_truth_above``: the interval ends below the truth), how often the lower end is 0 (``lower_end_zero``)
     and the mean width. Issue 31 found the interval of 26 Nov, a test followed by an interval, covering 0.83 at
     Pol = 0.05. At 12 and 6 templates the task shows no Pol interval (too few df), so there is nothing to sweep.
-    A stream of its own (``seed`` ..); ``processes`` > 1 runs the points in parallel (same numbers)."""
-    return _in_parallel(_polarization_sweep_point, targets, processes, n_seeds=n_seeds, n_boot=n_boot, seed=seed)
+    A stream of its own (``seed`` ..); ``processes`` > 1 runs the points in parallel (same numbers). ``n_samples`` = 3:
+    the K-sample tasks (``focus_2afc_<scenario>_k3``, every call answered 3 times; the truth is one call's, as in
+    :func:`run_2afc`), on streams of their own."""
+    return _in_parallel(_polarization_sweep_point, targets, processes, n_seeds=n_seeds, n_boot=n_boot, seed=seed,
+                        n_samples=n_samples)
 
 
 #: jsd_male truths of :func:`jsd_truth_sweep`: from 0 through the table's grid (0.03, 0.06 and its "0.10", whose
@@ -1777,6 +1780,10 @@ def jsd_truth_sweep(n_seeds: int, n_boot: int = 1000, seed: int = 81_000, target
 
 POL_SWEEP_JSON = Path(__file__).resolve().parent / "sweeps" / "polarization_48.json"
 POL_SWEEP_FIGURE = Path(__file__).resolve().parents[2] / "docs" / "coverage-sweep-polarization.png"
+POL_K3_SWEEP_JSON = Path(__file__).resolve().parent / "sweeps" / "polarization_48_k3.json"
+POL_K3_SWEEP_FIGURE = Path(__file__).resolve().parents[2] / "docs" / "coverage-sweep-polarization-k3.png"
+#: Pol truths of the K = 3 sweep (its null floor, 0.055, is lower than one call's 0.083)
+POL_K3_SWEEP_TARGETS = (0.0, 0.01, 0.02, 0.03, 0.05, 0.075, 0.10, 0.15)
 JSD_SWEEP_JSON = Path(__file__).resolve().parent / "sweeps" / "jsd_male_48.json"
 JSD_SWEEP_FIGURE = Path(__file__).resolve().parents[2] / "docs" / "coverage-sweep-jsd.png"
 
@@ -1813,6 +1820,18 @@ if __name__ == "__main__":
         started = time.time()
         points = male_vs_female_truth_sweep(n)
         write_sweep(points)
+        for point in points:
+            print(point)
+        print(f"{time.time() - started:.0f} s")
+        sys.exit(0)
+    if "--sweep-polarization-k3" in sys.argv:  # python -m scripts.calibration.reflect --sweep-polarization-k3 [--seeds=N]
+        from scripts.calibration import write_truth_sweep
+
+        started = time.time()
+        points = polarization_truth_sweep(int_option(sys.argv, "seeds", 300), targets=POL_K3_SWEEP_TARGETS,
+                                          processes=int_option(sys.argv, "processes", 1), n_samples=3)
+        write_truth_sweep(points, POL_K3_SWEEP_JSON, POL_K3_SWEEP_FIGURE, "truth (Pol, one call)",
+                          f"Pol at 48 templates, 3 samples per call; {points[0]['n_seeds']} seeds a point")
         for point in points:
             print(point)
         print(f"{time.time() - started:.0f} s")

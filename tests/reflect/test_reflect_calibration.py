@@ -521,6 +521,10 @@ def test_polarization_sweep_points_split_every_interval_into_cover_and_the_two_m
         assert 0.0 <= p["lower_end_zero"] <= 1.0 and 0.0 < p["mean_width"] <= 0.5
     assert points[0]["miss_truth_below"] == 0.0  # a truth of 0 can lie below no interval of a Pol >= 0
     assert sim.polarization_truth_sweep(2, n_boot=40, targets=(0.0, 0.05), processes=2) == points
+    # the K-sample tasks (3 answers per call): the same truth (one call's), a stream of their own, labelled
+    k3 = sim.polarization_truth_sweep(2, n_boot=40, targets=(0.05,), n_samples=3)[0]
+    assert k3["samples"] == 3 and "samples" not in points[1]
+    assert k3["truth"] == points[1]["truth"] and k3["scale"] == points[1]["scale"]
     jsd = sim.jsd_truth_sweep(2, n_boot=40, targets=(0.0, 0.03))
     assert jsd[0]["truth"] == 0.0 and jsd[1]["truth"] == pytest.approx(0.03, abs=0.003)
     assert all(p["coverage"] + p["miss_truth_above"] + p["miss_truth_below"] == pytest.approx(1.0) for p in jsd)
