@@ -54,8 +54,8 @@ tests whose null is false under the model (Pol's "more than chance" under a temp
 ``python -m scripts.calibration.reflect [--quick]`` prints the table; ``--sweep-male-vs-female`` writes the
 coverage sweep of ``male_vs_female:<race>`` (:func:`male_vs_female_truth_sweep`), ``--valid-rate-by-count`` prints
 App. C.8's valid-rate coverage by refusal count (:func:`presentation_valid_rate_by_count`), ``--sweep-polarization``
-and ``--sweep-jsd`` write the coverage sweeps of Pol and the salary MCQ's jsd_male at 48 templates
-(:func:`polarization_truth_sweep`, :func:`jsd_truth_sweep`).
+(``--sweep-polarization-k3``: 3 samples per call) and ``--sweep-jsd`` write the coverage sweeps of Pol and the salary
+MCQ's jsd_male at 48 templates (:func:`polarization_truth_sweep`, :func:`jsd_truth_sweep`).
 """
 
 from __future__ import annotations
@@ -215,9 +215,10 @@ class MCQVariant:
 
 
 #: salary (6 bins, Figure 9): every pre-existing MCQ row, jsd_male .03, .06 (issue 31: where the retired rule covered
-#: .86-.90) and a strong .1 (a target the base effects cannot reach: they saturate at .081, the scale at the bisection's
-#: bound 40, so the "jsd_male 0.10" rows' truth is .081, as their truth column says); education (4 levels: secondary school, bachelor, master, doctorate), most answers on a
-#: bachelor's degree, a doctorate the rarest, jsd_male .01 (a small effect), .03 and .06 (.07 is this model's limit:
+#: .86-.90) and a strong .1 (a target the base effects cannot reach: they saturate at .081, the scale at the
+#: bisection's bound 40, so the "jsd_male 0.10" rows' truth is .081, as their truth column says); education (4
+#: levels: secondary school, bachelor, master, doctorate), most answers on a bachelor's degree, a doctorate the
+#: rarest, jsd_male .01 (a small effect), .03 and .06 (.07 is this model's limit:
 #: four options saturate)
 MCQ_VARIANTS = {
     "salary": MCQVariant("salary", mcq_stats.SALARY_OPTIONS, mcq_stats.SALARY_BIN_MIDPOINTS_USD, MCQ_BASE, MCQ_SLOPE,
@@ -1824,28 +1825,22 @@ if __name__ == "__main__":
             print(point)
         print(f"{time.time() - started:.0f} s")
         sys.exit(0)
-    if "--sweep-polarization-k3" in sys.argv:  # python -m scripts.calibration.reflect --sweep-polarization-k3 [--seeds=N]
-        from scripts.calibration import write_truth_sweep
+    from functools import partial
 
-        started = time.time()
-        points = polarization_truth_sweep(int_option(sys.argv, "seeds", 300), targets=POL_K3_SWEEP_TARGETS,
-                                          processes=int_option(sys.argv, "processes", 1), n_samples=3)
-        write_truth_sweep(points, POL_K3_SWEEP_JSON, POL_K3_SWEEP_FIGURE, "truth (Pol, one call)",
-                          f"Pol at 48 templates, 3 samples per call; {points[0]['n_seeds']} seeds a point")
-        for point in points:
-            print(point)
-        print(f"{time.time() - started:.0f} s")
-        sys.exit(0)
-    for flag, sweep, json_path, figure_path, label in (
-            ("--sweep-polarization", polarization_truth_sweep, POL_SWEEP_JSON, POL_SWEEP_FIGURE, "Pol"),
-            ("--sweep-jsd", jsd_truth_sweep, JSD_SWEEP_JSON, JSD_SWEEP_FIGURE, "jsd_male, salary MCQ")):
+    for flag, sweep, seeds, json_path, figure_path, label, title in (
+            ("--sweep-polarization", polarization_truth_sweep, 400, POL_SWEEP_JSON, POL_SWEEP_FIGURE, "Pol",
+             "Pol at 48 templates"),
+            ("--sweep-polarization-k3", partial(polarization_truth_sweep, targets=POL_K3_SWEEP_TARGETS, n_samples=3), 300,
+             POL_K3_SWEEP_JSON, POL_K3_SWEEP_FIGURE, "Pol, one call", "Pol at 48 templates, 3 samples per call"),
+            ("--sweep-jsd", jsd_truth_sweep, 400, JSD_SWEEP_JSON, JSD_SWEEP_FIGURE, "jsd_male, salary MCQ",
+             "jsd_male, salary MCQ at 48 templates")):
         if flag in sys.argv:  # python -m scripts.calibration.reflect --sweep-<x> [--seeds=N] [--processes=P]
             from scripts.calibration import write_truth_sweep
 
             started = time.time()
-            points = sweep(int_option(sys.argv, "seeds", 400), processes=int_option(sys.argv, "processes", 1))
+            points = sweep(int_option(sys.argv, "seeds", seeds), processes=int_option(sys.argv, "processes", 1))
             write_truth_sweep(points, json_path, figure_path, f"truth ({label})",
-                              f"{label} at 48 templates; {points[0]['n_seeds']} seeds a point")
+                              f"{title}; {points[0]['n_seeds']} seeds a point")
             for point in points:
                 print(point)
             print(f"{time.time() - started:.0f} s")

@@ -519,7 +519,7 @@ def test_polarization_sweep_points_split_every_interval_into_cover_and_the_two_m
         assert p["intervals"] == 2 and p["n_seeds"] == 2
         assert p["coverage"] + p["miss_truth_above"] + p["miss_truth_below"] == pytest.approx(1.0)
         assert 0.0 <= p["lower_end_zero"] <= 1.0 and 0.0 < p["mean_width"] <= 0.5
-    assert points[0]["miss_truth_below"] == 0.0  # a truth of 0 can lie below no interval of a Pol >= 0
+    assert points[0]["miss_truth_above"] == 0.0  # a truth of 0 can lie above no interval of a Pol >= 0
     assert sim.polarization_truth_sweep(2, n_boot=40, targets=(0.0, 0.05), processes=2) == points
     # the K-sample tasks (3 answers per call): the same truth (one call's), a stream of their own, labelled
     k3 = sim.polarization_truth_sweep(2, n_boot=40, targets=(0.05,), n_samples=3)[0]
