@@ -313,11 +313,11 @@ def write_truth_sweep(points: list[dict], path, figure=None, x_label: str = "tru
         ax.errorbar(truth, [p["coverage"] for p in chosen], yerr=[1.96 * p["mc_error"] for p in chosen],
                     fmt="os^D"[k % 4], color="black", capsize=3, label=f"coverage (± 1.96 Monte Carlo SE){suffix}")
         for key, label in (references or {}).items():
-            ax.plot(truth, [p[key] for p in chosen], "osD^"[k % 4] + "--", color="#777777", markersize=4,
+            ax.plot(truth, [p[key] for p in chosen], "os^D"[k % 4] + "--", color="#777777", markersize=4,
                     label=label + suffix)
     ax.set_xlabel(x_label)
     ax.set_ylabel("coverage")
-    ax.set_ylim(min(0.90, min(p["coverage"] for p in points) - 0.01), 1.0)
+    ax.set_ylim(min(0.90, min(p[key] for p in points for key in ("coverage", *(references or {}))) - 0.01), 1.0)
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
     fig.tight_layout()

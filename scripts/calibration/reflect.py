@@ -53,7 +53,9 @@ tests whose null is false under the model (Pol's "more than chance" under a temp
 
 ``python -m scripts.calibration.reflect [--quick]`` prints the table; ``--sweep-male-vs-female`` writes the
 coverage sweep of ``male_vs_female:<race>`` (:func:`male_vs_female_truth_sweep`), ``--valid-rate-by-count`` prints
-App. C.8's valid-rate coverage by refusal count (:func:`presentation_valid_rate_by_count`), ``--sweep-polarization``
+App. C.8's valid-rate coverage by refusal count (:func:`presentation_valid_rate_by_count`), ``--sweep-valid-rate``
+writes its coverage against the refusal rate and the clustering of refusals (:func:`presentation_valid_rate_sweep`),
+``--sweep-polarization``
 (``--sweep-polarization-k3``: 3 samples per call) and ``--sweep-jsd`` write the coverage sweeps of Pol and the salary
 MCQ's jsd_male at 48 templates (:func:`polarization_truth_sweep`, :func:`jsd_truth_sweep`).
 """
@@ -910,10 +912,13 @@ def _presentation_probs(rng, effects: dict[str, float], n_templates: int, shift:
     return z / z.sum(axis=3, keepdims=True)
 
 
-def _pilot_records(rng, effects: dict[str, float]) -> list:
+def _pilot_records(rng, effects: dict[str, float], refusal_shape: float | None = None, refusal: float = REFUSAL) -> list:
     """One simulated run of App. C.8's pilot (:data:`PILOT_RACES`, 12 templates, one call per image): a
-    ``PresentationRecord`` per image, refused with probability :data:`REFUSAL` independently of everything else,
-    else answered from :func:`_presentation_probs`."""
+    ``PresentationRecord`` per image, refused with probability ``refusal`` independently of everything else,
+    else answered from :func:`_presentation_probs`. With ``refusal_shape`` k, each template has its own refusal
+    probability ``refusal`` x Gamma(k, 1/k) (mean ``refusal``, variance ``refusal``^2 / k; capped at 1), shared by
+    its 9 images (refusals cluster by photo), drawn after the answer probabilities so that the
+    independent runs (k None) keep their stream."""
     from lm_eval_bias.reflect import presentation as pres
     from lm_eval_bias.reflect.schema import PRESENTATIONS
 
@@ -922,11 +927,13 @@ def _pilot_records(rng, effects: dict[str, float]) -> list:
     templates = _templates(per, occupations)
     probs = _presentation_probs(rng, effects, len(templates),
                                 np.stack([_occupation_shift(o) for o, _ in templates]))
+    propensity = (np.full(len(templates), refusal) if refusal_shape is None else
+                  np.minimum(1.0, refusal * rng.gamma(refusal_shape, 1.0 / refusal_shape, len(templates))))
     records = []
     for t, (occupation, template) in enumerate(templates):
         for r, race in enumerate(PILOT_RACES):
             for k, p in enumerate(PRESENTATIONS):
-                refused = rng.random() < REFUSAL
+                refused = rng.random() < propensity[t]
                 records.append(pres.PresentationRecord(template, occupation, race, p, "refusal" if refused else "valid",
                                                        None if refused else options[rng.choice(6, p=probs[t, r, k])]))
     return records
@@ -1021,6 +1028,83 @@ def presentation_valid_rate_by_count(n_seeds: int, n_boot: int = 1000, seed: int
             "by_count": {x: (len(v), float(np.mean([c for c, _ in v])),
                              float(np.nanmedian([n for _, n in v])) if any(np.isfinite(n) for _, n in v) else math.nan)
                          for x, v in sorted(runs.items())}}
+
+
+#: the valid-rate sweep's mean refusal rates (:func:`presentation_valid_rate_sweep`; the table's model refuses 5 %)
+VALID_RATE_REFUSALS = (0.01, 0.02, 0.03, 0.05, 0.08, 0.12, 0.2)
+#: its template refusal heterogeneity: None (independent refusals, the table's model) and Gamma shapes k, a
+#: moderate and a strong clustering of refusals by photo
+VALID_RATE_SHAPES = (None, 0.5, 0.1)
+
+
+def pilot_refusal_truth(shape: float | None, refusal: float = REFUSAL) -> float:
+    """The expected refusal rate of :func:`_pilot_records` at ``shape``: E[min(1, r G)] with r = ``refusal`` and
+    G ~ Gamma(k, 1/k), = r P(G < 1/r; k + 1) + P(G >= 1/r; k) (E[G 1{G < a}] = P(Gamma(k + 1, 1/k) < a))."""
+    from scipy.stats import gamma
+
+    if shape is None:
+        return refusal
+    a, scale = 1.0 / refusal, 1.0 / shape
+    return float(refusal * gamma.cdf(a, shape + 1.0, scale=scale) + gamma.sf(a, shape, scale=scale))
+
+
+def _valid_rate_sweep_points(refusal: float, shapes, n_seeds: int, n_boot: int, seed: int) -> list[dict]:
+    """The points of :func:`presentation_valid_rate_sweep` at one mean refusal rate, one a shape."""
+    from lm_eval_bias.core.bootstrap import effective_size_wilson_interval
+    from lm_eval_bias.reflect import presentation as pres
+    from lm_eval_bias.reflect.schema import PRESENTATIONS
+    from scripts.calibration import seed_clustered_mc_error
+
+    points = []
+    for index, shape in enumerate(shapes):
+        truth = 1.0 - pilot_refusal_truth(shape, refusal)
+        hits = {"coverage": [], "coverage_no_factor": [], "coverage_count": []}
+        counts = []
+        for s in range(seed, seed + n_seeds):
+            records = _pilot_records(np.random.default_rng([s, 13, 47, index, round(1000 * refusal)]), {},
+                                     refusal_shape=shape, refusal=refusal)
+            summary = pres.presentation_summary(records, mcq_stats.SALARY_OPTIONS, mcq_stats.SALARY_BIN_MIDPOINTS_USD,
+                                                n_boot=n_boot, seed=s, n_null=0)
+            run = {name: [] for name in hits}
+            for p in PRESENTATIONS:
+                key = f"valid_rate_{p}"
+                trials = sum(r.presentation == p for r in records)
+                counts.append(sum(r.presentation == p and r.status != "valid" for r in records))
+                share, se = summary.estimates[key], summary.stderr[key]
+                run["coverage"].append(covers(summary.ci_low[key], summary.ci_high[key], truth))
+                run["coverage_no_factor"].append(covers(*effective_size_wilson_interval(share, se, trials, trials - 1),
+                                                        truth))
+                run["coverage_count"].append(covers(*effective_size_wilson_interval(share, 0.0, trials, trials - 1),
+                                                    truth))
+            for name in hits:
+                hits[name].append(run[name])
+        rate = 1.0 - truth
+        points.append({"refusal": refusal, "refusal_shape": shape,
+                       "clustering": "independent" if shape is None else f"by template, k = {shape:g}",
+                       "truth": truth, "design_effect": float(np.var(counts, ddof=1) / (36 * rate * (1.0 - rate))),
+                       **{name: float(np.mean(v)) for name, v in hits.items()},
+                       "mc_error": seed_clustered_mc_error(hits["coverage"]),
+                       "intervals": sum(len(v) for v in hits["coverage"]), "n_seeds": n_seeds, "seed": seed})
+    return points
+
+
+def presentation_valid_rate_sweep(n_seeds: int, refusals=VALID_RATE_REFUSALS, shapes=VALID_RATE_SHAPES,
+                                  n_boot: int = 1000, seed: int = 73_000, processes: int = 1) -> list[dict]:
+    """App. C.8's ``valid_rate_<presentation>`` (36 calls: 12 templates x 3 races, 6 df) against its truth and
+    with refusals clustered by photo: ``n_seeds`` runs of the pilot without a presentation effect at each mean
+    refusal rate of ``refusals`` and template refusal heterogeneity of ``shapes`` (:func:`_pilot_records`'
+    ``refusal`` and ``refusal_shape``; a stream of its own), the three presentations' intervals pooled. Per point:
+    ``coverage`` of the task's interval (Wilson at the template bootstrap's effective size with Korn & Graubard's
+    factor (t_35 / t_6)^2 = 0.688, :func:`lm_eval_bias.core.bootstrap.effective_size_wilson_interval`),
+    ``coverage_no_factor`` (the same n* without the factor) and ``coverage_count`` (Wilson's interval of the count,
+    n = 36, clustering ignored), each of the truth 1 - :func:`pilot_refusal_truth`; ``design_effect``, the variance
+    of a presentation's refusal count over the runs against the binomial's 36 r (1 - r) (1 at independence);
+    ``mc_error`` the seed-clustered Monte Carlo SE of ``coverage`` (a run's three presentations share their
+    templates). Made to say what the factor buys: at the table's 5 % without clustering it is conservative
+    (97.8 % by :func:`presentation_valid_rate_by_count`), where Wilson's interval of the count itself covers 97 %."""
+    per_rate = _in_parallel(_valid_rate_sweep_points, refusals, processes, shapes=shapes, n_seeds=n_seeds,
+                            n_boot=n_boot, seed=seed)
+    return [point for points in per_rate for point in points]
 
 
 #: the compare keys of :func:`run_compare`'s rows until 1 Dec (stream ()), and the others of its two tables that have an
@@ -1785,6 +1869,8 @@ POL_K3_SWEEP_JSON = Path(__file__).resolve().parent / "sweeps" / "polarization_4
 POL_K3_SWEEP_FIGURE = Path(__file__).resolve().parents[2] / "docs" / "coverage-sweep-polarization-k3.png"
 #: Pol truths of the K = 3 sweep (its null floor, 0.055, is lower than one call's 0.083)
 POL_K3_SWEEP_TARGETS = (0.0, 0.01, 0.02, 0.03, 0.05, 0.075, 0.10, 0.15)
+VALID_RATE_SWEEP_JSON = Path(__file__).resolve().parent / "sweeps" / "valid_rate_c8.json"
+VALID_RATE_SWEEP_FIGURE = Path(__file__).resolve().parents[2] / "docs" / "coverage-sweep-valid-rate-c8.png"
 JSD_SWEEP_JSON = Path(__file__).resolve().parent / "sweeps" / "jsd_male_48.json"
 JSD_SWEEP_FIGURE = Path(__file__).resolve().parents[2] / "docs" / "coverage-sweep-jsd.png"
 
@@ -1845,6 +1931,20 @@ if __name__ == "__main__":
                 print(point)
             print(f"{time.time() - started:.0f} s")
             sys.exit(0)
+    if "--sweep-valid-rate" in sys.argv:  # python -m scripts.calibration.reflect --sweep-valid-rate [--seeds=N] [--processes=P]
+        from scripts.calibration import write_truth_sweep
+
+        started = time.time()
+        points = presentation_valid_rate_sweep(int_option(sys.argv, "seeds", 2000),
+                                               processes=int_option(sys.argv, "processes", 1))
+        write_truth_sweep(points, VALID_RATE_SWEEP_JSON, VALID_RATE_SWEEP_FIGURE, "truth (valid_rate_<presentation>)",
+                          f"App. C.8 valid rate, 36 calls over 12 templates (6 df); {points[0]['n_seeds']} seeds x 3 "
+                          "presentations a point", {"coverage_no_factor": "no df factor"},
+                          group="clustering")
+        for point in points:
+            print(point)
+        print(f"{time.time() - started:.0f} s")
+        sys.exit(0)
     if "--valid-rate-by-count" in sys.argv:  # python -m scripts.calibration.reflect --valid-rate-by-count [--seeds=N]
         found = presentation_valid_rate_by_count(int_option(sys.argv, "seeds", 1500))
         print(f"App. C.8 valid_rate_<presentation>, no presentation effect: {100 * found['coverage']:.1f} % over "

@@ -507,6 +507,44 @@ def test_pilot_valid_rate_by_count_sorts_every_interval_by_its_refusals():
     assert all(r.choice is None for r in refused) and all(r.choice is not None for r in records if r.status == "valid")
 
 
+def test_pilot_valid_rate_sweep_clusters_refusals_by_template_and_keeps_the_independent_stream():
+    """The valid-rate sweep's model: independent refusals (``refusal_shape`` None) draw exactly the records of the
+    table's runs; a template propensity r x Gamma(k, 1/k) capped at 1 has the mean E[min(1, r G)] of
+    ``pilot_refusal_truth`` (checked against numerical integration), and its refusal counts are overdispersed
+    (design effect above 1), the independent ones' not."""
+    from scipy import integrate
+    from scipy.stats import gamma
+
+    plain = sim._pilot_records(np.random.default_rng(5), {})
+    assert sim._pilot_records(np.random.default_rng(5), {}, refusal_shape=None, refusal=sim.REFUSAL) == plain
+    assert sim.pilot_refusal_truth(None, 0.2) == 0.2
+    for shape, refusal in ((0.1, 0.2), (0.5, 0.05)):
+        integral = integrate.quad(lambda g: min(1.0, refusal * g) * gamma.pdf(g, shape, scale=1 / shape), 0, 1 / refusal,
+                                  points=[1e-6], limit=200)[0] + gamma.sf(1 / refusal, shape, scale=1 / shape)
+        assert sim.pilot_refusal_truth(shape, refusal) == pytest.approx(integral, rel=1e-6)
+    assert sim.pilot_refusal_truth(0.1, 0.2) == pytest.approx(0.128, abs=0.002)  # the cap binds: mean below 0.2
+    def template_dispersion(shape):  # variance of a template's refusals of 9 against the binomial's, 20 runs pooled
+        counts = []
+        for seed in range(20):
+            per_template = {}
+            for r in sim._pilot_records(np.random.default_rng(seed), {}, refusal_shape=shape, refusal=0.2):
+                per_template.setdefault(r.template, []).append(r.status == "refusal")
+            assert {len(v) for v in per_template.values()} == {9}
+            counts += [sum(v) for v in per_template.values()]
+        rate = np.mean(counts) / 9
+        return np.var(counts, ddof=1) / (9 * rate * (1 - rate))
+
+    assert 0.7 < template_dispersion(None) < 1.3 and template_dispersion(0.1) > 3.0
+    points = sim.presentation_valid_rate_sweep(40, refusals=(0.2,), shapes=(None, 0.1), n_boot=30)
+    assert [p["clustering"] for p in points] == ["independent", "by template, k = 0.1"]
+    assert points[0]["truth"] == 0.8 and points[1]["truth"] == pytest.approx(1 - sim.pilot_refusal_truth(0.1, 0.2))
+    assert 0.6 < points[0]["design_effect"] < 1.5 < points[1]["design_effect"]
+    for p in points:
+        assert p["intervals"] == 120 and 0 < p["mc_error"] < 0.1
+        assert all(0.0 <= p[k] <= 1.0 for k in ("coverage", "coverage_no_factor", "coverage_count"))
+    assert sim.presentation_valid_rate_sweep(40, refusals=(0.2,), shapes=(None, 0.1), n_boot=30, processes=2) == points
+
+
 def test_polarization_sweep_points_split_every_interval_into_cover_and_the_two_misses(tmp_path):
     """Pol's coverage sweep at 48 templates: the scale of the base effects found by bisection on the population
     truth (0 at a target of 0), every interval either covering the truth or missing it on one side, and the same
