@@ -31,8 +31,11 @@ refusal, invalid and truncated propensities per pair, coarse confidences (Sec. 3
 - ``strong``: frequent flips and mostly symmetric refusals of a cautious model (refusal rate about 0.7,
   CC-AUC about 0.03, SR-AUC about 0.95, as Claude 4.5 Sonnet in Table 2).
 
-Truth: the population value of each scope's metric, computed on :data:`TRUTH_REPLICATES` copies of the
-design (the same cell composition). Each row pools the coverage of the scope's cells (one row per
+Truth: the population value of each cell's metric, computed on the cell's own pairs tiled to at least
+:data:`TRUTH_PAIRS` pairs (the same composition; :func:`population_truth`). Until 2 Dec 2026 every cell took
+its truth from :data:`TRUTH_REPLICATES` copies of the whole design, so a cell of 20 pairs had 4,000, and the
+truths of its rare rates moved 10-40 % between truth seeds (the "limit" model's invalid rate at the smallest
+scope: 0.0025 for a model whose rate is 0.0020). Each row pools the coverage of the scope's cells (one row per
 metric, scope and model; the note gives the cells' truths and the lowest / highest cell coverage).
 The intervals are those of :func:`lm_eval_bias.cf_vqa.stats.pair_summary` and
 :func:`~lm_eval_bias.cf_vqa.stats.response_rates` (the functions the tasks, the analysis and the report's
@@ -63,6 +66,7 @@ from __future__ import annotations
 import math
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -81,8 +85,11 @@ SOURCES = ("o3", "Sonnet 4")
 RUNS = 3
 ALPHA = -0.4
 GRID = np.array([0.5, 0.6, 0.7, 0.8, 0.9, 0.95])
-#: copies of the design whose metrics are the truth of each scope
+#: copies of the design whose metrics were the truth of each scope until 2 Dec 2026 (:func:`population_truth`)
 TRUTH_REPLICATES = 200
+#: pairs (at least) on which each cell's truth is computed: the cell's pairs tiled; a rate of 0.2 % with the
+#: models' overdispersed propensities then has a Monte Carlo SE of about 1.5 % of itself
+TRUTH_PAIRS = 500_000
 #: Seeds of the test rows (at least; ``quick`` keeps ``n_seeds``): the Monte Carlo SE of a 5 % rejection rate
 #: is 0.49 points at 2,000 seeds. They start at :data:`TEST_FIRST_SEED`, a stream independent of the 811
 #: seeds of the 26 Nov run (``consistency_p_null`` 3.7 % there, 1.7 SE below 5 %).
@@ -187,17 +194,12 @@ def _logistic(x):
     return 1.0 / (1.0 + np.exp(-x))
 
 
-def _tile(design: Design, copies: int) -> Design:
-    return Design(*(np.tile(getattr(design, f), copies) for f in ("category", "subcategory", "source", "query",
-                                                                  "rated")), design.smallest, design.smallest_rated)
-
-
 def simulate_scenario(rng, scenario: Scenario, design: Design):
     """(PairGrid with categories as strata, per-pair status counts) of one run of ``scenario``."""
     n = design.n
     categories = tuple(CATEGORY_SIZES)
     cat_index = np.asarray([categories.index(c) for c in design.category])
-    sub_names = sorted(set(design.subcategory.tolist()))
+    sub_names = sorted(s for c in CATEGORY_SIZES for s in CATEGORIES[c])  # every design's: a cell's truth keeps them
     sub_shift = dict(zip(sub_names, np.random.default_rng(99).normal(0, SUBCATEGORY_SD, len(sub_names))))
     if scenario.alpha is None:
         flip = np.zeros(n)
@@ -300,18 +302,25 @@ def _rates(counts: dict[str, np.ndarray], idx: np.ndarray) -> dict[str, float]:
     return {f"{k}_rate": float(counts[k][idx].sum() / total) for k in stats.RATE_NAMES}
 
 
-def population_truth(scenario: Scenario, design: Design, copies: int = TRUTH_REPLICATES,
+def _sub_design(design: Design, idx: np.ndarray, copies: int) -> Design:
+    """The pairs ``idx`` of ``design``, tiled ``copies`` times (the smallest-scope indices kept, unused)."""
+    return Design(*(np.tile(getattr(design, f)[idx], copies) for f in ("category", "subcategory", "source", "query",
+                                                                       "rated")), design.smallest, design.smallest_rated)
+
+
+def population_truth(scenario: Scenario, design: Design, pairs: int = TRUTH_PAIRS,
                      seed: int = 777) -> dict[str, dict[str, dict[str, float]]]:
-    """{scope: {cell: {key: truth}}}: the metrics of each cell over ``copies`` copies of the design."""
-    big = _tile(design, copies)
-    g, counts = simulate_scenario(np.random.default_rng(seed), scenario, big)
+    """{scope: {cell: {key: truth}}}: the metrics of each cell on its own pairs tiled to at least ``pairs`` pairs
+    (a stream per cell): a pair's model depends only on its category, subcategory and question source, so that is
+    the cell's population value. A cell of 20 pairs gets as precise a truth as one of 1,609."""
     out: dict[str, dict[str, dict[str, float]]] = {}
-    for scope, cells in scope_cells(design).items():
+    for s_index, (scope, cells) in enumerate(scope_cells(design).items()):
         out[scope] = {}
-        for cell, idx in cells.items():
-            every = (idx[None, :] + design.n * np.arange(copies)[:, None]).ravel()
-            values = {k: float(v[0]) for k, v in stats._scoped(stats._subgrid(g, every), None).items()}
-            values.update(_rates(counts, every))
+        for c_index, (cell, idx) in enumerate(cells.items()):
+            big = _sub_design(design, idx, -(-pairs // len(idx)))
+            g, counts = simulate_scenario(np.random.default_rng([seed, s_index, c_index]), scenario, big)
+            values = {k: float(v[0]) for k, v in stats._scoped(g, None).items()}
+            values.update(_rates(counts, np.arange(big.n)))
             out[scope][cell] = values
     return out
 
@@ -378,7 +387,7 @@ def interval_rows(n_seeds: int, n_boot: int, quick: bool, seed: int = 20261129,
     size = f"{design.n} pairs in 5 categories x {RUNS} option orders x 2 images"
     rows = []
     for k, scenario in enumerate(scenarios):
-        truth = population_truth(scenario, design, 20 if quick else TRUTH_REPLICATES)
+        truth = population_truth(scenario, design, 5_000 if quick else TRUTH_PAIRS)
         hits: dict[tuple[str, str, str], list[float]] = {}
         est: dict[tuple[str, str, str], list[float]] = {}
         diag: dict[tuple[str, str, str], list[float]] = {}
@@ -578,11 +587,88 @@ def exactness_check(n_seeds: int = 1500, n_perm: int = 99, first_seed: int = 50_
         for (scope, k), v in p.items()}
 
 
+#: the smallest-scope rate sweep's mean rates (:func:`smallest_scope_rate_sweep`) and per-pair heterogeneity
+#: (None: independent responses; Gamma shapes k, 0.5 the table's invalid and truncated propensities)
+RATE_SWEEP_RATES = (0.005, 0.01, 0.02, 0.05, 0.1, 0.2)
+RATE_SWEEP_SHAPES = (None, 0.5, 0.1)
+RATE_SWEEP_CAP = 0.95
+#: cell sizes at which the sweep also runs the strongest clustering at rates of 5-20 % (a report cell has 36-161 pairs)
+RATE_SWEEP_MORE_PAIRS = (40, 80, 160)
+RATE_SWEEP_JSON = Path(__file__).resolve().parent / "sweeps" / "rates_smallest_scope.json"
+RATE_SWEEP_FIGURE = Path(__file__).resolve().parents[2] / "docs" / "coverage-sweep-rates-smallest-scope.png"
+
+
+def smallest_scope_rate_sweep(n_seeds: int, rates=RATE_SWEEP_RATES, shapes=RATE_SWEEP_SHAPES,
+                              seed: int = 61_000_000, pairs: int = stats.MIN_PAIRS_FOR_INTERVAL) -> list[dict]:
+    """A response-status rate at the smallest scope with an interval (``stats.MIN_PAIRS_FOR_INTERVAL`` = 20 pairs
+    of 2 x :data:`RUNS` responses, a ``--limit`` run: nothing to borrow) against its truth: each pair's propensity
+    r x Gamma(k, 1/k) capped at :data:`RATE_SWEEP_CAP` (``shape`` None: every response independent at r), its
+    6 responses Bernoulli at it, ``n_seeds`` runs a point (a stream of its own) through
+    :func:`lm_eval_bias.cf_vqa.stats.response_rates`, the tasks' function. Per point: ``coverage`` of its interval
+    (the jackknife's effective size, capped at the 120 responses, in Wilson's interval with Korn & Graubard's factor
+    (t_119 / t_19)^2 = 0.896), ``coverage_no_factor`` (the same without the factor: df 119) and ``coverage_count``
+    (Wilson's interval of the count, n = 120), each of the truth :func:`scripts.calibration.capped_gamma_mean`;
+    ``design_effect`` the variance of the run's count against the binomial's; ``mc_error`` sqrt(0.95 0.05 / n).
+    Made to say what the factor buys where the table finds the "paper" model's invalid and truncated rates
+    (1 % and 2 %, shape 0.5) conservative (97.6 / 97.9 %)."""
+    from lm_eval_bias.core.jackknife import effective_n_wilson_interval
+    from scripts.calibration import capped_gamma_mean, mc_error
+
+    per_pair = 2 * RUNS
+    labels = ["cell"] * pairs
+    responses = np.full(pairs, float(per_pair))
+    points = []
+    for r_index, rate in enumerate(rates):
+        for k_index, shape in enumerate(shapes):
+            truth = capped_gamma_mean(rate, shape, RATE_SWEEP_CAP)
+            hits = {"coverage": [], "coverage_no_factor": [], "coverage_count": []}
+            totals = []
+            for s in range(seed, seed + n_seeds):
+                rng = np.random.default_rng([s, r_index, k_index, *(() if pairs == stats.MIN_PAIRS_FOR_INTERVAL
+                                                                      else (pairs,))])
+                propensity = (np.full(pairs, rate) if shape is None else
+                              np.minimum(RATE_SWEEP_CAP, rate * rng.gamma(shape, 1.0 / shape, pairs)))
+                events = rng.binomial(per_pair, propensity).astype(float)
+                totals.append(events.sum())
+                out = stats.response_rates(labels, {"responses": responses, "event": events}, 1, 0)[None]
+                est, se = out["event_rate"], out["event_rate_stderr"]
+                n = float(responses.sum())
+                hits["coverage"].append(covers(out["event_rate_ci_low"], out["event_rate_ci_high"], truth))
+                hits["coverage_no_factor"].append(covers(*effective_n_wilson_interval(est, se, int(n) - 1, n,
+                                                                                       float(pairs)), truth))
+                binomial_se = math.sqrt(est * (1.0 - est) / n)
+                hits["coverage_count"].append(covers(*effective_n_wilson_interval(est, binomial_se, int(n) - 1, n, n),
+                                                     truth))
+            points.append({"rate": rate, "shape": shape, "pairs": pairs,
+                           "clustering": "independent" if shape is None else f"by pair, k = {shape:g}",
+                           "truth": truth, "mean_events": float(np.mean(totals)),
+                           "design_effect": float(np.var(totals, ddof=1) / (pairs * per_pair * truth * (1.0 - truth))),
+                           **{name: float(np.mean(v)) for name, v in hits.items()},
+                           "mc_error": mc_error(n_seeds), "intervals": n_seeds, "n_seeds": n_seeds, "seed": seed})
+    return points
+
+
 if __name__ == "__main__":
     import time
 
     quick = "--quick" in sys.argv
     start = time.time()
+    if "--sweep-rates" in sys.argv:  # python -m scripts.calibration.cf_vqa --sweep-rates [--seeds=N]
+        from scripts.calibration import int_option, write_truth_sweep
+
+        n = int_option(sys.argv, "seeds", 4000)
+        points = smallest_scope_rate_sweep(n)
+        write_truth_sweep(points, None, RATE_SWEEP_FIGURE, "truth (a response-status rate)",
+                          f"Counterfactual VQA, smallest scope: 20 pairs x 6 responses (19 df); "
+                          f"{points[0]['n_seeds']} runs a point",
+                          {"coverage_no_factor": "no df factor"}, group="clustering")
+        for pairs in RATE_SWEEP_MORE_PAIRS:  # the strongest clustering in larger cells (JSON only)
+            points += smallest_scope_rate_sweep(n, rates=RATE_SWEEP_RATES[3:], shapes=RATE_SWEEP_SHAPES[2:], pairs=pairs)
+        write_truth_sweep(points, RATE_SWEEP_JSON)
+        for point in points:
+            print(point)
+        print(f"{time.time() - start:.0f} s")
+        sys.exit(0)
     if "--exactness" in sys.argv:  # python -m scripts.calibration.cf_vqa --exactness [--quick]
         for key, value in exactness_check(30 if quick else 1500).items():
             print(f"{key:32s} rejection={value['rejection']:.4f} ks_p={value['ks_p']:.3f}")

@@ -1039,13 +1039,10 @@ VALID_RATE_SHAPES = (None, 0.5, 0.1)
 
 def pilot_refusal_truth(shape: float | None, refusal: float = REFUSAL) -> float:
     """The expected refusal rate of :func:`_pilot_records` at ``shape``: E[min(1, r G)] with r = ``refusal`` and
-    G ~ Gamma(k, 1/k), = r P(G < 1/r; k + 1) + P(G >= 1/r; k) (E[G 1{G < a}] = P(Gamma(k + 1, 1/k) < a))."""
-    from scipy.stats import gamma
+    G ~ Gamma(k, 1/k) (:func:`scripts.calibration.capped_gamma_mean`)."""
+    from scripts.calibration import capped_gamma_mean
 
-    if shape is None:
-        return refusal
-    a, scale = 1.0 / refusal, 1.0 / shape
-    return float(refusal * gamma.cdf(a, shape + 1.0, scale=scale) + gamma.sf(a, shape, scale=scale))
+    return capped_gamma_mean(refusal, shape)
 
 
 def _valid_rate_sweep_points(refusal: float, shapes, n_seeds: int, n_boot: int, seed: int) -> list[dict]:

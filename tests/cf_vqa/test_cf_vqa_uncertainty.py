@@ -239,6 +239,40 @@ def test_calibration_module_quick_mode_rows():
     assert {r["dgp"].split(":")[0] for r in rows if r["kind"] == "interval"} == {s.name for s in calibration.SCENARIOS}
 
 
+def test_calibration_truths_are_each_cells_population_value_and_the_rate_sweep_its_exact_mean():
+    """Each cell's truth is computed on its own pairs tiled to ``pairs``: the "paper" model's invalid and truncated
+    rates (propensities 0.01 / 0.02 x Gamma(0.5, 2) per pair, capped at 0.5) come out at their exact means in every
+    cell, the 20-pair smallest scope included (SE about 3 % of the rate at 20,000 pairs), and its pairs as a cell of a
+    full run (their own stream) get the same value. The smallest-scope rate sweep uses the exact capped-Gamma mean."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from scripts.calibration import capped_gamma_mean
+    from scripts.calibration import cf_vqa as calibration
+
+    paper = next(s for s in calibration.SCENARIOS if s.name == "paper")
+    design = calibration.real_design(quick=True)
+    truth = calibration.population_truth(paper, design, pairs=20_000)
+    assert set(truth) == set(calibration.SCOPES)
+    for scope, cells in truth.items():
+        for cell, values in cells.items():
+            assert values["invalid_rate"] == pytest.approx(0.01, rel=0.12), (scope, cell)
+            assert values["truncated_rate"] == pytest.approx(0.02, rel=0.12), (scope, cell)
+    alone, as_cell = truth["smallest"]["smallest"], truth["smallest_cell"][calibration.SMALLEST_CELL]
+    assert alone["consistency"] == pytest.approx(as_cell["consistency"], abs=0.01)
+    assert alone["invalid_rate"] != as_cell["invalid_rate"]  # two streams: the tiles are simulated afresh
+    assert capped_gamma_mean(0.01, 0.5, 0.5) == pytest.approx(0.01, rel=1e-9)  # the cap at 50 x the mean binds never
+    points = calibration.smallest_scope_rate_sweep(60, rates=(0.05,), shapes=(None, 0.1))
+    assert [p["truth"] for p in points] == [0.05, capped_gamma_mean(0.05, 0.1, calibration.RATE_SWEEP_CAP)]
+    assert points[1]["truth"] < 0.05  # the cap at 0.95 binds for a tenth of the Gamma(0.1) pairs' mass
+    assert 0.5 < points[0]["design_effect"] < 1.6 < points[1]["design_effect"]
+    for p in points:
+        assert p["pairs"] == 20 and p["intervals"] == 60
+        assert p["mean_events"] == pytest.approx(120 * p["truth"], rel=0.35)
+        assert all(0.0 <= p[k] <= 1.0 for k in ("coverage", "coverage_no_factor", "coverage_count"))
+
+
 def test_task_rate_intervals_are_the_effective_size_wilson_interval():
     # through the task glue (record_of -> summarize): 25 pairs in 5 categories x 3 runs x 2 sides = 150
     # responses; 3 refusals and 2 invalid answers, two of them in the same pair
