@@ -58,7 +58,9 @@ permutation p-values (ties with the observation weighted by a uniform U,
 :func:`lm_eval_bias.cf_vqa.stats.null_p_value`), exact under this null. Null-floor rows: the mean of
 ``<m>_null`` under that null against the mean estimate.
 
-``python -m scripts.calibration.cf_vqa [--quick]`` prints the rows.
+``python -m scripts.calibration.cf_vqa [--quick]`` prints the rows; ``--sweep-rates [--seeds=N]`` writes the coverage of
+a response-status rate at the smallest scope against its truth and the clustering of its events by pair
+(:func:`smallest_scope_rate_sweep`, ``scripts/calibration/sweeps/rates_smallest_scope.json``, its figure in docs/).
 """
 
 from __future__ import annotations
@@ -600,17 +602,17 @@ RATE_SWEEP_FIGURE = Path(__file__).resolve().parents[2] / "docs" / "coverage-swe
 
 def smallest_scope_rate_sweep(n_seeds: int, rates=RATE_SWEEP_RATES, shapes=RATE_SWEEP_SHAPES,
                               seed: int = 61_000_000, pairs: int = stats.MIN_PAIRS_FOR_INTERVAL) -> list[dict]:
-    """A response-status rate at the smallest scope with an interval (``stats.MIN_PAIRS_FOR_INTERVAL`` = 20 pairs
-    of 2 x :data:`RUNS` responses, a ``--limit`` run: nothing to borrow) against its truth: each pair's propensity
-    r x Gamma(k, 1/k) capped at :data:`RATE_SWEEP_CAP` (``shape`` None: every response independent at r), its
-    6 responses Bernoulli at it, ``n_seeds`` runs a point (a stream of its own) through
-    :func:`lm_eval_bias.cf_vqa.stats.response_rates`, the tasks' function. Per point: ``coverage`` of its interval
-    (the jackknife's effective size, capped at the 120 responses, in Wilson's interval with Korn & Graubard's factor
-    (t_119 / t_19)^2 = 0.896), ``coverage_no_factor`` (the same without the factor: df 119) and ``coverage_count``
-    (Wilson's interval of the count, n = 120), each of the truth :func:`scripts.calibration.capped_gamma_mean`;
-    ``design_effect`` the variance of the run's count against the binomial's; ``mc_error`` sqrt(0.95 0.05 / n).
-    Made to say what the factor buys where the table finds the "paper" model's invalid and truncated rates
-    (1 % and 2 %, shape 0.5) conservative (97.6 / 97.9 %)."""
+    """A response-status rate of one cell of ``pairs`` pairs (by default the smallest scope with an interval,
+    ``stats.MIN_PAIRS_FOR_INTERVAL`` = 20, a ``--limit`` run: nothing to borrow) of 2 x :data:`RUNS` responses each,
+    against its truth: each pair's propensity r x Gamma(k, 1/k) capped at :data:`RATE_SWEEP_CAP` (``shape`` None:
+    every response independent at r), its 6 responses Bernoulli at it, ``n_seeds`` runs a point (a stream of its
+    own) through :func:`lm_eval_bias.cf_vqa.stats.response_rates`, the tasks' function. Per point: ``coverage`` of
+    its interval (the jackknife's effective size, capped at the cell's responses, in Wilson's interval with Korn &
+    Graubard's factor, (t_119 / t_19)^2 = 0.896 at 20 pairs), ``coverage_no_factor`` (the same without the factor)
+    and ``coverage_count`` (Wilson's interval of the count over the responses, clustering ignored), each of the truth
+    :func:`scripts.calibration.capped_gamma_mean`; ``design_effect`` the variance of the run's count against the
+    binomial's; ``mc_error`` sqrt(0.95 0.05 / n). Made to say what the factor buys and what the interval assumes
+    about how the events cluster by pair (docs/cf-vqa.md, "The response-status rates against their truth")."""
     from lm_eval_bias.core.jackknife import effective_n_wilson_interval
     from scripts.calibration import capped_gamma_mean, mc_error
 
