@@ -261,13 +261,13 @@ def empirical_distribution(values) -> "np.ndarray":
 
 def capped_gamma_mean(rate: float, shape: float | None, cap: float = 1.0) -> float:
     """E[min(cap, r G)] with r = ``rate`` and G ~ Gamma(k, 1/k) (mean 1, variance 1 / k; ``shape`` None: G = 1, the
-    mean is min(cap, r)): the mean propensity of units whose propensities are r x Gamma(k, 1/k) capped at ``cap``
+    mean is min(cap, r); 0 at r <= 0): the mean propensity of units whose propensities are r x Gamma(k, 1/k) capped at ``cap``
     (the coverage sweeps' clustered refusals). Closed form r P(G < a; k + 1) + cap P(G >= a; k) with a = cap / r,
     from E[G 1{G < a}] = P(Gamma(k + 1, 1/k) < a)."""
     from scipy.stats import gamma
 
-    if shape is None:
-        return min(cap, rate)
+    if shape is None or rate <= 0:
+        return min(cap, max(rate, 0.0))
     a, scale = cap / rate, 1.0 / shape
     return float(rate * gamma.cdf(a, shape + 1.0, scale=scale) + cap * gamma.sf(a, shape, scale=scale))
 

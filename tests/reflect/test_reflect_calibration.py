@@ -517,7 +517,7 @@ def test_pilot_valid_rate_sweep_clusters_refusals_by_template_and_keeps_the_inde
 
     plain = sim._pilot_records(np.random.default_rng(5), {})
     assert sim._pilot_records(np.random.default_rng(5), {}, refusal_shape=None, refusal=sim.REFUSAL) == plain
-    assert sim.pilot_refusal_truth(None, 0.2) == 0.2
+    assert sim.pilot_refusal_truth(None, 0.2) == 0.2 and sim.pilot_refusal_truth(0.5, 0.0) == 0.0
     for shape, refusal in ((0.1, 0.2), (0.5, 0.05)):
         integral = integrate.quad(lambda g: min(1.0, refusal * g) * gamma.pdf(g, shape, scale=1 / shape), 0, 1 / refusal,
                                   points=[1e-6], limit=200)[0] + gamma.sf(1 / refusal, shape, scale=1 / shape)
