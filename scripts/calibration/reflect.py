@@ -1033,8 +1033,9 @@ def presentation_valid_rate_by_count(n_seeds: int, n_boot: int = 1000, seed: int
 #: the valid-rate sweep's mean refusal rates (:func:`presentation_valid_rate_sweep`; the table's model refuses 5 %)
 VALID_RATE_REFUSALS = (0.01, 0.02, 0.03, 0.05, 0.08, 0.12, 0.2)
 #: its template refusal heterogeneity: None (independent refusals, the table's model) and Gamma shapes k, a
-#: moderate and a strong clustering of refusals by photo
-VALID_RATE_SHAPES = (None, 0.5, 0.1)
+#: moderate, a strong and an extreme clustering of refusals by photo (at k = 0.02 a few templates are refused
+#: nearly always, the rest never: a presentation's 3 calls a template cap its design effect at 3)
+VALID_RATE_SHAPES = (None, 0.5, 0.1, 0.02)
 
 
 def pilot_refusal_truth(shape: float | None, refusal: float = REFUSAL) -> float:
