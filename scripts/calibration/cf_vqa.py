@@ -619,6 +619,7 @@ def smallest_scope_rate_sweep(n_seeds: int, rates=RATE_SWEEP_RATES, shapes=RATE_
     per_pair = 2 * RUNS
     labels = ["cell"] * pairs
     responses = np.full(pairs, float(per_pair))
+    n = float(responses.sum())
     points = []
     for r_index, rate in enumerate(rates):
         for k_index, shape in enumerate(shapes):
@@ -634,7 +635,6 @@ def smallest_scope_rate_sweep(n_seeds: int, rates=RATE_SWEEP_RATES, shapes=RATE_
                 totals.append(events.sum())
                 out = stats.response_rates(labels, {"responses": responses, "event": events}, 1, 0)[None]
                 est, se = out["event_rate"], out["event_rate_stderr"]
-                n = float(responses.sum())
                 hits["coverage"].append(covers(out["event_rate_ci_low"], out["event_rate_ci_high"], truth))
                 hits["coverage_no_factor"].append(covers(*effective_n_wilson_interval(est, se, int(n) - 1, n,
                                                                                        float(pairs)), truth))
