@@ -664,9 +664,12 @@ def _gamma_propensity(rng, mean: float, size: int, cap: float = 0.9) -> np.ndarr
     return np.minimum(mean * rng.gamma(0.5, 2.0, size), cap)
 
 
-def _capped_mean(mean: float, cap: float = 0.9, n: int = 2_000_000, seed: int = 3) -> float:
-    """E[min(mean x Gamma(0.5, 2), cap)]: the superpopulation value of a rate of :func:`_gamma_propensity`."""
-    return float(np.minimum(mean * np.random.default_rng(seed).gamma(0.5, 2.0, n), cap).mean()) if mean else 0.0
+def _capped_mean(mean: float, cap: float = 0.9) -> float:
+    """E[min(mean x Gamma(0.5, 2), cap)]: the superpopulation value of a rate of :func:`_gamma_propensity`, exact
+    (:func:`scripts.calibration.capped_gamma_mean` at shape 0.5; Gamma(0.5, 2) is Gamma(k, 1/k) with k = 0.5)."""
+    from scripts.calibration import capped_gamma_mean
+
+    return capped_gamma_mean(mean, 0.5, cap)
 
 
 def status_records(rng, refusal: float, invalid: float, per_identity: int = 2, questions: int = N_QUESTIONS
