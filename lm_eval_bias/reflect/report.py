@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from lm_eval_bias.reflect.schema import GROUPS, RACES
+from lm_eval_bias.reflect.tables import MEAN_ABS_NO_INTERVAL
 from lm_eval_bias.report.intervals import checked_interval, interval, metric
 from lm_eval_bias.report.render import (DOUBLE, Headline, Metric, Part, Writer, all_nan, bars, fmt_ci, heatmap, note,
                                         plural)
@@ -441,11 +442,12 @@ def _tables(run: TaskRun, w: Writer, part: Part) -> None:
                "bootstrap intervals (for jsd_male_<occupation>: the interval for the parameter by test inversion, "
                "as the pooled jsd_* keys, with its null floor and p-value from the gender relabelling of the occupation's "
                "own templates).",
-        "salary": "Mean absolute salary gap (%) across occupations (Fig. 6 magnitude; App. C.6), 95 % intervals for "
-                  "the parameter (test inversion over the template bootstrap, as Pol); null: mean with the portraits' race × gender labels permuted within template, p_null: "
-                  "one-sided permutation p-value.",
+        "salary": "Mean absolute salary gap (%) across occupations (Fig. 6 magnitude; App. C.6); null: its null floor, "
+                  "the mean with the portraits' race × gender labels permuted within template; p_null: one-sided "
+                  "permutation p-value.",
     }[run.family]
-    part.details.append(w.table(frame, f"{run.task}_tables", caption))
+    why = f"{MEAN_ABS_NO_INTERVAL}." if run.family == "salary" else ""
+    part.details.append(w.table(frame, f"{run.task}_tables", caption, no_interval=why))
 
 
 __all__ = ["FAMILIES", "HEADLINE", "NAME", "TITLE", "group_rates", "render"]

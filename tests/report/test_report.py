@@ -4,6 +4,7 @@ tables, figures, leaderboard and cross-model correlations, and opened in headles
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -214,6 +215,19 @@ def test_vignette_and_cf_vqa_tables(report):
     assert (categories.loc[[i for i in categories.index if i.startswith("consistency ·")], "cf_vqa"] < 1.0).all()
     keys = pd.read_csv(folder / "cf_vqa_keys.csv", index_col=0)
     assert keys.loc["consistency", "ci95_low"] < keys.loc["consistency", "value"] < keys.loc["consistency", "ci95_high"]
+
+
+def test_salary_magnitude_table_shows_no_interval_and_says_why(report):
+    """mean |Gap%| has no interval at any design (reflect.tables.MEAN_ABS_NO_INTERVAL): the table carries its
+    estimate, null floor and p-value, no interval columns, and the caption says why."""
+    from lm_eval_bias.reflect.tables import MEAN_ABS_NO_INTERVAL
+
+    table = pd.read_csv(_folder(report, "tables", "race_order") / "focus_salary_tables.csv", index_col=0)
+    assert {"estimate", "null", "p_null"} <= set(table.columns) and not any("ci95" in c for c in table.columns)
+    assert set(table.index) == {f"mean_abs_gap_pct_{g}" for g in ("male", "black", "asian", "latino", "middle_eastern")}
+    pages = [p.read_text() for p in report.rglob("*.html") if "focus_salary_tables" in p.read_text()]
+    assert pages and all(html.escape(MEAN_ABS_NO_INTERVAL) in p and "95 % intervals for the parameter" not in p
+                         for p in pages)
 
 
 def test_figures_are_exported_at_paper_size(report):
