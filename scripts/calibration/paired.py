@@ -48,6 +48,7 @@ own template (REFLECT) effects on top of the shared ones. Replicates: the report
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 from typing import Any
@@ -605,6 +606,315 @@ def _design_rows(name: str, key: str, simulate, truth_of, null: tuple[float, flo
     return rows
 
 
+# -- the leaderboard's other headline differences (added 2 Dec 2026) ------------------------------------------
+#: the leaderboard's headline keys shown with the paired interval of a difference (the report's headline keys,
+#: ``report.card.SECTIONS``' ``HEADLINE``, less the plug-in magnitudes), by task family: the name of the design
+#: of this module that calibrates each (rows "<name>: paired interval of a − b, ..." and "<name>: paired test, ...")
+LEADERBOARD_INTERVAL_DESIGNS = {
+    "2afc": {"male_win_rate": "REFLECT 2AFC male_win_rate", "retained_rate": "REFLECT 2AFC retained_rate"},
+    "mcq": {"gap_male": "REFLECT MCQ (salary) gap_male", "valid_rate": "REFLECT MCQ (salary) valid_rate"},
+    "salary": {"gap_pct_male": "REFLECT salary gap_pct_male", "gap_pct_black": "REFLECT salary gap_pct_black",
+               "valid_rate": "REFLECT salary valid_rate"},
+    "fact_or_fair": {"s_fact": "FACT-OR-FAIR objective race s_fact"},
+    "cf_vqa": {"consistency": "CF-VQA consistency", "cc_auc": "CF-VQA cc_auc", "sr_auc": "CF-VQA sr_auc",
+               "refusal_rate": "CF-VQA refusal_rate"},
+    "vignette": {"valid_rate": "VIGNETTE decision valid_rate", "factuality_accuracy": "VIGNETTE factuality_accuracy"},
+}
+#: the headline keys that are plug-in magnitudes: the leaderboard shows no interval of their difference and decides
+#: their ties by the exchange test (:func:`magnitude_tie_rows`, :func:`exchange_tie_rows`)
+LEADERBOARD_MAGNITUDES = {"2afc": ("polarization", "extreme_cell_rate"), "mcq": ("jsd_male",),
+                          "fact_or_fair": ("s_e", "s_kld", "s_fair", "distance"),
+                          "vignette": ("selection_spread_race_ethnicity_color", "mean_abs_polarity_race_ethnicity_color")}
+
+#: the share of calls refused in the MCQ, salary and Counterfactual VQA simulations below
+REFUSAL_SHARE = 0.05
+
+
+def _logit_normal_mean(beta: float, shared_sd: float, own_sd: float, n: int = 400_000, seed: int = 96) -> float:
+    """E[logistic(beta + shared + own)], shared ~ N(0, shared_sd^2), own ~ N(0, own_sd^2): the population rate of
+    :func:`rate_design`'s clusters (a ratio of sums estimates the ratio of expectations, here E of the rate)."""
+    rng = np.random.default_rng(seed)
+    return float(_logistic(beta + rng.normal(0, shared_sd, n) + rng.normal(0, own_sd, n)).mean())
+
+
+def rate_design(sizes: np.ndarray, strata: list, shared_sd: float, own_sd: float):
+    """(simulate, truth_of) of a headline rate (events / trials summed over the clusters: ``retained_rate``,
+    ``valid_rate``, ``refusal_rate``, ``factuality_accuracy``) of two models on the same clusters of ``sizes``
+    trials: events ~ Binomial(size, logistic(beta_m + the cluster's shared effect (sd ``shared_sd``: a hard
+    template or image pair is hard for both) + the model's own effect (sd ``own_sd``)))."""
+    def simulate(rng, betas):
+        shared = rng.normal(0, shared_sd, sizes.size)
+        return [(rng.binomial(sizes, _logistic(beta + shared + rng.normal(0, own_sd, sizes.size))).astype(float),
+                 sizes.astype(float)) for beta in betas], strata
+    return simulate, lambda beta: _logit_normal_mean(beta, shared_sd, own_sd)
+
+
+def _batch_statistic(data, key: str):
+    """Batched ``key`` of a task's own vectorised metrics: ``data`` = (per-cluster count arrays {name: (n, ...)},
+    the task's batch function of summed count tables {name: (B, ...)}); cluster weights (B, n) sum the counts."""
+    counts, batch = data
+
+    def values(weights: np.ndarray) -> dict[str, np.ndarray]:
+        w = weights.astype(np.float64)
+        return {key: np.asarray(batch({k: np.tensordot(w, v, axes=(1, 0)) for k, v in counts.items()})[key])}
+    return values
+
+
+def _softmax(logits: np.ndarray) -> np.ndarray:
+    p = np.exp(logits - logits.max(-1, keepdims=True))
+    return p / p.sum(-1, keepdims=True)
+
+
+#: ``focus_mcq_salary``'s simulation: option logits = template effect (sd 0.5 per option, shared by the two models)
+#: + portrait effect (sd 0.5 per option, shared) + the model's own portrait effect (sd 0.3 per option) + beta_m x
+#: (man: 1, woman: 0) x the centred bin index (A..F: -2.5..2.5)
+MCQ_EFFECT_SD = (0.5, 0.5, 0.3)
+
+
+def _mcq_probabilities(rng, beta: float, shared: np.ndarray) -> np.ndarray:
+    """Option probabilities (T, 10, 6) of a model with gender effect ``beta`` and its own portrait effects."""
+    from lm_eval_bias.reflect.schema import GROUPS
+
+    man = np.asarray([g.gender == "man" for g in GROUPS], dtype=np.float64)
+    own = rng.normal(0, MCQ_EFFECT_SD[2], shared.shape)
+    return _softmax(shared + own + beta * man[None, :, None] * (np.arange(6) - 2.5))
+
+
+def _mcq_shared(rng, n: int) -> np.ndarray:
+    return rng.normal(0, MCQ_EFFECT_SD[0], (n, 1, 6)) + rng.normal(0, MCQ_EFFECT_SD[1], (n, 10, 6))
+
+
+def mcq_counts(rng, betas: tuple[float, float], occupations: int = 6, per_occupation: int = 8):
+    """``focus_mcq_salary`` of two models on the same templates and portraits (one call a portrait, 5 % refused):
+    each model's per-template count arrays (those of :func:`lm_eval_bias.reflect.mcq.mcq_count_table`) with the
+    task's batch metrics, and the templates' occupations (the strata)."""
+    from functools import partial
+
+    from lm_eval_bias.reflect import mcq
+
+    n = occupations * per_occupation
+    shared = _mcq_shared(rng, n)
+    batch = partial(mcq._mcq_metrics_batch, options=mcq.SALARY_OPTIONS, option_values=mcq.SALARY_BIN_MIDPOINTS_USD)
+    out = []
+    for beta in betas:
+        p = _mcq_probabilities(rng, beta, shared)
+        valid = rng.random((n, 10)) >= REFUSAL_SHARE
+        choice = np.minimum((p.cumsum(-1) < rng.random((n, 10, 1))).sum(-1), 5)
+        answers = np.zeros((n, 10, 6))
+        t, g = np.nonzero(valid)
+        np.add.at(answers, (t, g, choice[t, g]), 1.0)
+        n_valid = valid.sum(axis=1).astype(np.float64)
+        counts = {"answers": answers, "n_calls": np.full(n, 10.0), "n_valid": n_valid, "n_refusal": 10.0 - n_valid,
+                  "n_invalid": np.zeros(n)}
+        out.append((counts, batch))
+    return out, [t // per_occupation for t in range(n)]
+
+
+def mcq_gap_truth(beta: float, n: int = 20_000, seed: int = 95) -> float:
+    """``gap_male`` of the population (the ratio of expectations the task's ratio of sums estimates): the mean
+    bin midpoint (USD) of men's answers over women's, minus 1, over ``n`` simulated templates."""
+    from lm_eval_bias.reflect import mcq
+    from lm_eval_bias.reflect.schema import GROUPS
+
+    rng = np.random.default_rng(seed)
+    values = np.asarray([mcq.SALARY_BIN_MIDPOINTS_USD[o] for o in mcq.SALARY_OPTIONS])
+    mean = (_mcq_probabilities(rng, beta, _mcq_shared(rng, n)) @ values).mean(axis=0)    # (10,) groups
+    man = np.asarray([g.gender == "man" for g in GROUPS])
+    return float(mean[man].mean() / mean[~man].mean() - 1.0)
+
+
+#: ``focus_salary``'s simulation: a salary = the occupation's base x exp(delta_m x group effect + portrait effect
+#: (sd 0.03, shared) + the model's own portrait effect (sd 0.02) + biography effect (sd 0.2, shared: the same 50
+#: biographies) + noise (sd 0.1)), 5 % of calls refused; group effects in log salary
+SALARY_GROUP_EFFECTS = {"man": 0.05, "Black": -0.04, "Latino": -0.02, "Middle_Eastern": -0.02, "White": 0.02}
+SALARY_BASES = (40_000.0, 55_000.0, 70_000.0, 85_000.0, 100_000.0, 120_000.0)
+
+
+def _salary_group_effects(delta: float) -> np.ndarray:
+    from lm_eval_bias.reflect.schema import GROUPS
+
+    return delta * np.asarray([SALARY_GROUP_EFFECTS.get(g.gender, 0.0) + SALARY_GROUP_EFFECTS.get(g.race, 0.0)
+                               for g in GROUPS])
+
+
+def salary_counts(rng, deltas: tuple[float, float], occupations: int = 6, per_occupation: int = 8, bios: int = 50):
+    """``focus_salary`` of two models on the same templates, portraits and biographies: each model's per-template
+    count arrays (those of :func:`lm_eval_bias.reflect.salary.salary_count_table`) with the task's batch metrics,
+    and the templates' occupations (the strata)."""
+    from lm_eval_bias.reflect import salary
+
+    n = occupations * per_occupation
+    occupation = np.arange(n) // per_occupation
+    log_shared = (np.log(np.asarray(SALARY_BASES[:occupations]))[occupation][:, None, None]
+                  + rng.normal(0, 0.03, (n, 10, 1)) + rng.normal(0, 0.2, (occupations, 1, bios))[occupation])
+    out = []
+    for delta in deltas:
+        value = np.exp(log_shared + _salary_group_effects(delta)[None, :, None] + rng.normal(0, 0.02, (n, 10, 1))
+                       + rng.normal(0, 0.1, (n, 10, bios)))
+        valid = rng.random((n, 10, bios)) >= REFUSAL_SHARE
+        sums, n_valid = np.zeros((n, occupations, 10)), np.zeros((n, occupations, 10))
+        sums[np.arange(n), occupation] = (value * valid).sum(axis=2)
+        n_valid[np.arange(n), occupation] = valid.sum(axis=2)
+        calls = float(10 * bios)
+        counts = {"sum": sums, "n_valid": n_valid, "n_calls": np.full(n, calls),
+                  "n_refusal": calls - n_valid.sum(axis=(1, 2)), "n_invalid": np.zeros(n)}
+        out.append((counts, salary._salary_metrics_batch))
+    return out, [int(o) for o in occupation]
+
+
+def salary_gap_truth(delta: float, key: str) -> float:
+    """``gap_pct_male`` / ``gap_pct_black`` of the population, exact: every other effect multiplies the groups'
+    expected salaries alike, so Gap% = (mean of exp(effect) over the group / over the reference - 1) x 100 in
+    every occupation (men / women; Black / White)."""
+    from lm_eval_bias.reflect.schema import GROUPS
+
+    scale = np.exp(_salary_group_effects(delta))
+    group, reference = ((lambda g: g.gender == "man", lambda g: g.gender == "woman") if key == "gap_pct_male"
+                        else (lambda g: g.race == "Black", lambda g: g.race == "White"))
+    mean = lambda member: np.mean([s for s, g in zip(scale, GROUPS) if member(g)])  # noqa: E731
+    return float((mean(group) / mean(reference) - 1.0) * 100.0)
+
+
+def fof_objective_choices(rng, deltas: tuple[float, float]):
+    """FACT-OR-FAIR objective race of two models on the same 108 queries: P(group) = softmax(shared cell preference
+    + the model's own cell effect (sd 0.3) + delta_m on the cell's true group) (:func:`_fof_setup`'s truths)."""
+    fof, table, cells, k, rounds = _fof_setup()
+    out = []
+    for delta in deltas:
+        probs = _fof_probs(1.0, rng.normal(0, 0.3, (cells, k)) + delta * np.eye(k)[table.truth])
+        out.append(np.array([rng.choice(k, p=probs[c]) for c in range(cells) for _ in range(rounds)]))
+    return out, [q // rounds for q in range(cells * rounds)]
+
+
+def fof_fact_truth(delta: float, n: int = 20_000, seed: int = 94) -> float:
+    """S_fact of the population: the mean over cells of P(true group) (every cell has 3 valid answers, so the
+    plug-in is unbiased for it), own cell effects integrated over ``n`` draws."""
+    fof, table, cells, k, rounds = _fof_setup()
+    own = np.random.default_rng(seed).normal(0, 0.3, (n, cells, k))
+    probs = _softmax(FOF_SHARED[None] + own + delta * np.eye(k)[table.truth][None])
+    return float(probs[:, np.arange(cells), table.truth].mean())
+
+
+#: Counterfactual VQA's simulation: 1,609 image pairs in 5 categories x 3 option orders; each side refused with
+#: probability 0.05 (answer None, confidence 0); otherwise the pair is answered consistently with probability
+#: logistic(alpha_m + pair effect (sd 1, shared) + the model's own pair effect (sd 0.3)), and each side's
+#: confidence is logistic(0.5 + 1.0 x consistent + N(0, 0.7^2)) rounded to 0.05 (confident when consistent)
+CF_VQA_RUNS = 3
+
+
+def cf_vqa_responses(rng, alphas: tuple[float, float], n_pairs: int = 1609, categories: int = 5):
+    """Each model's :class:`lm_eval_bias.cf_vqa.stats.PairResponse` list on the same pairs, and the categories."""
+    from lm_eval_bias.cf_vqa.stats import PairResponse
+
+    shared = rng.normal(0, 1.0, n_pairs)
+    out = []
+    for alpha in alphas:
+        p = _logistic(alpha + shared + rng.normal(0, 0.3, n_pairs))[:, None]
+        consistent = rng.random((n_pairs, CF_VQA_RUNS)) < p
+        refused = rng.random((n_pairs, CF_VQA_RUNS, 2)) < REFUSAL_SHARE
+        conf = np.clip(np.round(20 * _logistic(0.5 + consistent[..., None]
+                                                 + rng.normal(0, 0.7, (n_pairs, CF_VQA_RUNS, 2)))) / 20, 0.05, 1.0)
+        conf = np.where(refused, 0.0, conf)
+        out.append([PairResponse(f"p{i:06d}", None if refused[i, r, 0] else "A",
+                                 None if refused[i, r, 1] else ("A" if consistent[i, r] else "B"),
+                                 float(conf[i, r, 0]), float(conf[i, r, 1]), run=r, category=f"c{i % categories}")
+                    for i in range(n_pairs) for r in range(CF_VQA_RUNS)])
+    return out, [i % categories for i in range(n_pairs)]
+
+
+def _cf_vqa_statistic(responses, key: str):
+    """Batched ``key`` (``cc_auc``, ``sr_auc``) of :func:`lm_eval_bias.cf_vqa.stats.grid_metrics` (the task's
+    pair-weighted metrics) of the pair-weighted responses (pairs in :func:`pair_grid`'s sorted order)."""
+    from lm_eval_bias.cf_vqa import stats
+
+    grid = stats.pair_grid(responses)
+
+    def values(weights: np.ndarray) -> dict[str, np.ndarray]:
+        return {key: stats.grid_metrics(grid, weights)[key]}
+    return values
+
+
+@functools.lru_cache(maxsize=16)
+def cf_vqa_curve_truth(alpha: float, key: str, n_pairs: int = 300_000, seed: int = 93) -> float:
+    """``cc_auc`` / ``sr_auc`` of the population: the plug-in on ``n_pairs`` simulated pairs (a smooth function of
+    the confidence histograms on the 0.05 grid, so its error at this size is a few ten-thousandths)."""
+    from lm_eval_bias.cf_vqa import stats
+
+    (responses, _), _ = cf_vqa_responses(np.random.default_rng(seed), (alpha, alpha), n_pairs)
+    return float(stats.grid_metrics(stats.pair_grid(responses))[key][0])
+
+
+def headline_difference_rows(n_seeds: int, n_boot: int, seed: int, quick: bool = False) -> list[dict]:
+    """The paired interval and tie test of the leaderboard's other headline keys (those with an interval of the
+    difference: not plug-in magnitudes), each at its task's real design through the task's own batch metrics:
+    REFLECT ``retained_rate`` (48 templates x 45 pairs), ``focus_mcq_salary``'s ``gap_male`` and ``valid_rate``
+    (48 templates x 10 portraits), ``focus_salary``'s ``gap_pct_male``, ``gap_pct_black`` and ``valid_rate`` (48
+    templates x 10 portraits x 50 biographies), FACT-OR-FAIR's ``s_fact`` (108 queries), Counterfactual VQA's
+    ``cc_auc``, ``sr_auc`` and ``refusal_rate`` (1,609 pairs x 3 option orders), VIGNETTE's ``valid_rate`` (decision:
+    3,948 image pairs x 6 docs) and ``factuality_accuracy`` (329 + 329 image pairs, 2 or 4 docs); the clusters and
+    strata of :data:`lm_eval_bias.report.intervals.CLUSTERING`. Each design on its own seed stream ``seed + 10^5 x
+    (i + 1)``; ``quick``: smaller designs and truths (a smoke test)."""
+    from scripts.calibration import vignette as vignette_sim
+
+    per, pairs, truth_pairs = (4, 200, 2_000) if quick else (8, 1609, 300_000)
+    templates = 6 * per
+    occupations = [t // per for t in range(templates)]
+    _, dims = vignette_sim.real_identities()
+    decision = np.repeat(dims, 2 if quick else 12).tolist()
+    factuality = np.concatenate([dims, dims]).tolist()
+    factuality_sizes = np.concatenate([np.full(dims.size, 2), np.full(dims.size, 4)])
+    reflect = f"{templates} templates (6 occupations x {per})"
+    specs = [
+        ("REFLECT 2AFC retained_rate", "retained_rate", *rate_design(np.full(templates, 45), occupations, 0.5, 0.3),
+         (1.5, 1.5), (1.5, 1.2), f"{reflect} x 45 pairs", "logit P(pair retained) = beta_m + template effect (sd 0.5, "
+         "shared) + model's template effect (sd 0.3)", None),
+        ("REFLECT MCQ (salary) valid_rate", "valid_rate", *rate_design(np.full(templates, 10), occupations, 0.5, 0.3),
+         (3.0, 3.0), (3.0, 2.2), f"{reflect} x 10 portraits, one call each", "logit P(valid) = beta_m + template effect "
+         "(sd 0.5, shared) + model's template effect (sd 0.3)", None),
+        ("REFLECT MCQ (salary) gap_male", "gap_male", lambda rng, b: mcq_counts(rng, b, 6, per), mcq_gap_truth,
+         (0.1, 0.1), (0.1, 0.0), f"{reflect} x 10 portraits, one call each, 6 salary bins, 5 % refused",
+         "option logits = template (sd 0.5) + portrait (sd 0.5, shared) + model's portrait effect (sd 0.3) + beta_m x "
+         "man x centred bin index", _batch_statistic),
+        ("REFLECT salary valid_rate", "valid_rate", *rate_design(np.full(templates, 500), occupations, 0.5, 0.3),
+         (3.0, 3.0), (3.0, 2.2), f"{reflect} x 10 portraits x 50 biographies", "logit P(valid) = beta_m + template "
+         "effect (sd 0.5, shared) + model's template effect (sd 0.3)", None),
+    ]
+    for key in ("gap_pct_male", "gap_pct_black"):
+        specs.append((f"REFLECT salary {key}", key, lambda rng, d: salary_counts(rng, d, 6, per),
+                      lambda d, key=key: salary_gap_truth(d, key), (1.0, 1.0), (1.0, 0.5),
+                      f"{reflect} x 10 portraits x 50 biographies, 5 % refused",
+                      "log salary = occupation base + delta_m x (man +0.05, Black -0.04, Latino / Middle Eastern -0.02, "
+                      "White +0.02) + portrait (sd 0.03, shared) + model's portrait effect (sd 0.02) + biography (sd "
+                      "0.2, shared) + noise (sd 0.1)", _batch_statistic))
+    specs.append(("FACT-OR-FAIR objective race s_fact", "s_fact", fof_objective_choices, fof_fact_truth, (1.0, 1.0),
+                  (1.0, 0.5), "108 queries (18 statistics x 2 sides x 3 rounds), queries resampled within statistic x side",
+                  "P(group) = softmax(shared cell preference + model's own cell effect (sd 0.3) + delta_m on the true "
+                  "group)", _fof_statistic))
+    for key in ("cc_auc", "sr_auc"):
+        specs.append((f"CF-VQA {key}", key, lambda rng, a: cf_vqa_responses(rng, a, pairs),
+                      lambda a, key=key: cf_vqa_curve_truth(a, key, truth_pairs), (1.5, 1.5), (1.5, 1.1),
+                      f"{pairs} image pairs in 5 categories x {CF_VQA_RUNS} option orders",
+                      "logit P(consistent) = alpha_m + pair effect (sd 1, shared) + model's pair effect (sd 0.3); 5 % "
+                      "of sides refused (c = 0); confidence logistic(0.5 + consistent + N(0, 0.7^2)) on a 0.05 grid",
+                      _cf_vqa_statistic))
+    specs += [
+        ("CF-VQA refusal_rate", "refusal_rate", *rate_design(np.full(pairs, 6), [i % 5 for i in range(pairs)], 1.0, 0.3),
+         (-3.0, -3.0), (-3.0, -2.6), f"{pairs} image pairs in 5 categories x 3 option orders x 2 images",
+         "logit P(refused) = beta_m + pair effect (sd 1, shared) + model's pair effect (sd 0.3)", None),
+        ("VIGNETTE decision valid_rate", "valid_rate", *rate_design(np.full(len(decision), 6), decision, 1.0, 0.3),
+         (4.0, 4.0), (4.0, 3.3), f"{len(decision)} image pairs x 6 docs in 8 bias dimensions",
+         "logit P(valid) = beta_m + pair effect (sd 1, shared) + model's pair effect (sd 0.3)", None),
+        ("VIGNETTE factuality_accuracy", "factuality_accuracy", *rate_design(factuality_sizes, factuality, 1.0, 0.3),
+         (1.5, 1.5), (1.5, 1.2), "329 identity pairs x 2 docs + 329 identity-activity pairs x 4 docs in 8 bias dimensions",
+         "logit P(correct) = beta_m + pair effect (sd 1, shared) + model's pair effect (sd 0.3)", None),
+    ]
+    rows = []
+    for i, (name, key, simulate, truth_of, null, real, design, dgp, statistic) in enumerate(specs):
+        rows += _design_rows(name, key, simulate, truth_of, null, real, design, dgp, n_seeds, n_boot,
+                             seed + 100_000 * (i + 1), statistic=statistic)
+    return rows
+
+
 def run(n_seeds: int, n_boot: int, quick: bool, seed: int = 20260414) -> list[dict]:
     """Rows of the calibration table (``quick``: smaller designs, for a smoke test)."""
     from lm_eval_bias.report.intervals import DEFAULT_ITERS
@@ -630,6 +940,7 @@ def run(n_seeds: int, n_boot: int, quick: bool, seed: int = 20260414) -> list[di
     rows += magnitude_tie_rows(n_seeds, n_boot, seed + 3, per_occupation=per_occupation)
     # 4 x the seeds (Monte Carlo SE 0.69 points at 1,000): the first 250 of the FoF stream rejected 8.8 %
     rows += exchange_tie_rows(n_seeds if quick else 4 * n_seeds, n_boot, seed + 4, quick)
+    rows += headline_difference_rows(n_seeds, n_boot, seed, quick)
     return rows
 
 

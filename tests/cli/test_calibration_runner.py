@@ -109,8 +109,13 @@ def test_every_real_module_runs_in_quick_mode():
             assert r["n_seeds"] == 2 and r["target_met"] in (True, False, None)
             assert r["role"] in ("default", "paper", "diagnostic"), (name, r)
     paired = runner.run_all({"paired": modules["paired"]}, 2, 20, True, log=open("/dev/null", "w"))
-    # three designs x (2 intervals + 1 test), and the magnitudes' tie tests: 3 models x 2 keys x (exchange, t-test)
-    assert {r["kind"] for r in paired} == {"interval", "test"} and len(paired) == 9 + 12 + 2  # + exchange_tie_rows' two FACT-OR-FAIR rows in quick mode
+    # three designs x (2 intervals + 1 test), and the magnitudes' tie tests: 3 models x 2 keys x (exchange, t-test),
+    # + exchange_tie_rows' two FACT-OR-FAIR rows in quick mode, + the leaderboard's 12 other headline keys x 3
+    assert {r["kind"] for r in paired} == {"interval", "test"} and len(paired) == 9 + 12 + 2 + 12 * 3
+    headline = [r for r in paired if r["seed"] >= 20260414 + 100_000]
+    assert len(headline) == 36 and {r["role"] for r in headline} == {"default"}
+    designs = {name for names in modules["paired"].LEADERBOARD_INTERVAL_DESIGNS.values() for name in names.values()}
+    assert {r["quantity"].split(":")[0] for r in headline} == designs - {"REFLECT 2AFC male_win_rate", "CF-VQA consistency"}
     ties = [r for r in paired if "(plug-in): exchange test" in r["quantity"]]
     assert len(ties) == 6 + 2 and {r["role"] for r in ties} == {"default", "diagnostic"}
 
