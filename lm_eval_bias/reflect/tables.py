@@ -386,13 +386,18 @@ def magnitude_no_interval_reason(key: str) -> str:
 
 
 def _paired_bootstrap(counts: Mapping[str, np.ndarray], strata: Sequence[str], metrics: Any, estimates: Mapping[str, float],
-                      n_boot: int, seed: int) -> tuple[dict[str, float], dict[str, float], dict[str, float], dict[str, str]]:
+                      n_boot: int, seed: int, trials: Mapping[str, float] | None = None
+                      ) -> tuple[dict[str, float], dict[str, float], dict[str, float], dict[str, str]]:
     """(stderr, ci_low, ci_high, reasons) of ``estimates`` from the rescaled stratified template bootstrap
-    (:func:`lm_eval_bias.core.bootstrap.template_bootstrap`) with a reason for every NaN."""
+    (:func:`lm_eval_bias.core.bootstrap.template_bootstrap`) with a reason for every NaN. ``trials`` (key -> its
+    number of trials): the keys that are shares of counted trials (kept, flip, valid, paired-valid and agreement
+    rates) get the effective-size Wilson interval of the same standard error, as every REFLECT rate does: the
+    design-t interval of a share near 1 covered 90-92 % (``paired_valid``, 2 Dec 2026; reflect.md, calibration)."""
     from lm_eval_bias.core.bootstrap import too_few_clusters
 
     keys = list(estimates)
-    stderr, low, high = template_bootstrap(counts, strata, metrics, keys, n_boot, seed, bounds=COMPARISON_KEY_BOUNDS)
+    stderr, low, high = template_bootstrap(counts, strata, metrics, keys, n_boot, seed, bounds=COMPARISON_KEY_BOUNDS,
+                                           trials={k: v for k, v in (trials or {}).items() if v > 0})
     reasons: dict[str, str] = {}
     sizes: dict[str, int] = {}
     for s in strata:
@@ -481,10 +486,11 @@ def framing_summary(calls_x: Sequence[TwoAFCCall], calls_y: Sequence[TwoAFCCall]
                                  reasons={k: "no 2AFC calls" for k in ("kept_x", "kept_y", "flip_rate", "spearman")})
     totals = {k: v.sum(axis=0) for k, v in c.items()}
     est = framing_metrics(totals)
-    stderr, low, high, reasons = _paired_bootstrap(c, strata, framing_metrics, est, n_boot, seed)
     cells = np.isfinite(_win_cells(totals["wins_x"])) & np.isfinite(_win_cells(totals["wins_y"]))
     n = {"kept_x": int(totals["attempted_x"]), "kept_y": int(totals["attempted_y"]), "flip_rate": int(totals["matched"]),
          "spearman": int(cells.sum())}
+    shares = {k: n[k] for k in ("kept_x", "kept_y", "flip_rate")}
+    stderr, low, high, reasons = _paired_bootstrap(c, strata, framing_metrics, est, n_boot, seed, trials=shares)
     if not totals["matched"]:
         reasons["flip_rate"] = "undefined: no pair retained under both framings (are they the same pairs?)"
     if not np.isfinite(est["spearman"]):
@@ -581,6 +587,10 @@ def mcq_pair_batch(c: Mapping[str, np.ndarray], values: np.ndarray | None = None
     return out
 
 
+#: the shares of :func:`mcq_pair_batch` and the count of their trials (the effective-size Wilson interval's n)
+PAIR_SHARE_TRIALS = {"valid_x": "n_x", "valid_y": "n_y", "paired_valid": "paired", "agreement": "both_valid"}
+
+
 def _mcq_pair_summary(records_x, records_y, options: str, option_values: Mapping[str, float] | None,
                       keys: Mapping[str, str], n_boot: int, seed: int) -> tuple[ComparisonSummary, dict[str, np.ndarray]]:
     """Summary of :func:`mcq_pair_batch` under the names ``keys`` ({output key: batch key})."""
@@ -599,7 +609,8 @@ def _mcq_pair_summary(records_x, records_y, options: str, option_values: Mapping
         return ComparisonSummary({k: float("nan") for k in keys}, reasons={k: "no MCQ records" for k in keys}), {}
     totals = {k: v.sum(axis=0) for k, v in c.items()}
     est = metrics(totals)
-    stderr, low, high, reasons = _paired_bootstrap(c, strata, metrics, est, n_boot, seed)
+    shares = {out: float(totals[PAIR_SHARE_TRIALS[k]]) for out, k in keys.items() if k in PAIR_SHARE_TRIALS}
+    stderr, low, high, reasons = _paired_bootstrap(c, strata, metrics, est, n_boot, seed, trials=shares)
     return ComparisonSummary(est, stderr, low, high, {}, reasons, len(templates)), totals
 
 

@@ -259,6 +259,14 @@ def empirical_distribution(values) -> "np.ndarray":
     return counts / counts.sum()
 
 
+def softmax(logits):
+    """exp(logits) normalised over the last axis (the calibration models' option and group probabilities)."""
+    import numpy as np
+
+    z = np.exp(logits - np.max(logits, axis=-1, keepdims=True))
+    return z / z.sum(axis=-1, keepdims=True)
+
+
 def capped_gamma_mean(rate: float, shape: float | None, cap: float = 1.0) -> float:
     """E[min(cap, r G)] with r = ``rate`` and G ~ Gamma(k, 1/k) (mean 1, variance 1 / k; ``shape`` None: G = 1, the
     mean is min(cap, r); 0 at r <= 0): the mean propensity of units whose propensities are r x Gamma(k, 1/k) capped at ``cap``

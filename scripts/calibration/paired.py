@@ -56,7 +56,7 @@ from typing import Any
 import numpy as np
 
 from lm_eval_bias.core.paired import paired_cluster_bootstrap
-from scripts.calibration import DEFAULT_ROLE, covers, rate_row
+from scripts.calibration import DEFAULT_ROLE, covers, rate_row, softmax
 
 DIAGNOSTIC_ROLE = "diagnostic"
 
@@ -660,11 +660,6 @@ def _batch_statistic(data, key: str):
     return values
 
 
-def _softmax(logits: np.ndarray) -> np.ndarray:
-    p = np.exp(logits - logits.max(-1, keepdims=True))
-    return p / p.sum(-1, keepdims=True)
-
-
 #: ``focus_mcq_salary``'s simulation: option logits = template effect (sd 0.5 per option, shared by the two models)
 #: + portrait effect (sd 0.5 per option, shared) + the model's own portrait effect (sd 0.3 per option) + beta_m x
 #: (man: 1, woman: 0) x the centred bin index (A..F: -2.5..2.5)
@@ -677,7 +672,7 @@ def _mcq_probabilities(rng, beta: float, shared: np.ndarray) -> np.ndarray:
 
     man = np.asarray([g.gender == "man" for g in GROUPS], dtype=np.float64)
     own = rng.normal(0, MCQ_EFFECT_SD[2], shared.shape)
-    return _softmax(shared + own + beta * man[None, :, None] * (np.arange(6) - 2.5))
+    return softmax(shared + own + beta * man[None, :, None] * (np.arange(6) - 2.5))
 
 
 def _mcq_shared(rng, n: int) -> np.ndarray:
@@ -791,7 +786,7 @@ def fof_fact_truth(delta: float, n: int = 20_000, seed: int = 94) -> float:
     plug-in is unbiased for it), own cell effects integrated over ``n`` draws."""
     fof, table, cells, k, rounds = _fof_setup()
     own = np.random.default_rng(seed).normal(0, 0.3, (n, cells, k))
-    probs = _softmax(FOF_SHARED[None] + own + delta * np.eye(k)[table.truth][None])
+    probs = softmax(FOF_SHARED[None] + own + delta * np.eye(k)[table.truth][None])
     return float(probs[:, np.arange(cells), table.truth].mean())
 
 

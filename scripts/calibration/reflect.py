@@ -42,6 +42,17 @@ average effect is 0 but some templates favour men and others women.
   (:func:`run_mcq_samples`), the compare tables' ``kept_y``, ``valid_l``, ``valid_e``, ``mean_value_diff``
   (:func:`run_compare`'s ``keys``) and the 2AFC per-group rates under the template slopes and at 12 templates
   (:func:`run_2afc_groups`' ``models`` and ``design``).
+- Added 2 Dec 2026, each on a stream of its own (seed-sequence tags 30-33): ``lm-eval-bias reflect-compare``'s mirror
+  table (:func:`run_mirror`: App. B.2, original vs mirrored photos of the salary MCQ; ``paired_valid``, ``agreement``,
+  ``delta_gap_male`` and the paper's Wilson interval ``agreement_paper_ci_low``/``_ci_high``, role "paper"; a mirrored
+  call repeats the original with a template-specific probability rho_t ~ Beta(3.5, 1.5), else is a fresh call, and
+  templates differ by a scene effect and a skewed refusal propensity, :class:`MirrorModel`) and face-body table
+  (:func:`run_face_body`: Table 4, ``gap_male_matched`` / ``gap_male_swapped`` with the source photo's gender g0 drawn
+  per template, body and mismatch effects, :class:`FaceBodyModel`), both through ``compare.compare_tasks`` as the
+  command calls it, no difference / no bias and a real difference / gender effect, 48 templates; and the
+  per-occupation race gaps ``gap_<asian|latino|middle_eastern>_<occupation>`` (MCQ table) and
+  ``gap_pct_<asian|latino|middle_eastern>_<occupation>`` (salary table) at :func:`run_tables`' models
+  (:func:`run_tables_races`, six occupations pooled with the seed-clustered Monte Carlo SE).
 
 Test rows (the null models' tests) run ``TEST_SEED_FACTOR`` x the interval rows' seeds, the extra seeds
 without the bootstrap (:func:`_test_seed_range`).
@@ -55,6 +66,10 @@ tests whose null is false under the model (Pol's "more than chance" under a temp
 coverage sweep of ``male_vs_female:<race>`` (:func:`male_vs_female_truth_sweep`), ``--valid-rate-by-count`` prints
 App. C.8's valid-rate coverage by refusal count (:func:`presentation_valid_rate_by_count`), ``--sweep-valid-rate``
 writes its coverage against the refusal rate and the clustering of refusals (:func:`presentation_valid_rate_sweep`),
+``--parts=<name>[,<name>...] [--seeds=N] [--seed=S] [--boot=B] [--append --label=TEXT]`` runs parts of
+:data:`PARTS_2DEC` (``mirror``, ``face_body``, ``tables_races_mcq``, ``tables_races_salary``) and prints their rows;
+with ``--append`` it appends them to ``results/reflect.json`` (:func:`append_rows`: atomically, every earlier row
+byte-identical, the wall time under ``parts_wall_s["<name> (<label>)"]``),
 ``--sweep-polarization``
 (``--sweep-polarization-k3``: 3 samples per call) and ``--sweep-jsd`` write the coverage sweeps of Pol and the salary
 MCQ's jsd_male at 48 templates (:func:`polarization_truth_sweep`, :func:`jsd_truth_sweep`).
@@ -72,7 +87,7 @@ from typing import Any
 import numpy as np
 
 from lm_eval_bias.reflect.schema import GROUPS, OCCUPATIONS, RACES
-from scripts.calibration import covers, rate_row
+from scripts.calibration import covers, rate_row, softmax
 from lm_eval_bias.reflect import mcq as mcq_stats
 from lm_eval_bias.reflect import salary as salary_stats
 from lm_eval_bias.reflect import twoafc as twoafc_stats
@@ -1661,6 +1676,365 @@ def run_mcq_samples(n_seeds: int, n_boot: int, designs=(48, 12), seed: int = 0, 
     return rows
 
 
+# --------------------------------------------------------------------------------------------------
+# Added 2 Dec 2026, each on a stream of its own (seed-sequence tags 30-33, none used before):
+# reflect-compare's mirror table (App. B.2) and face-body table (Table 4), and the per-occupation race gaps
+# of the MCQ and salary tables
+# --------------------------------------------------------------------------------------------------
+#: the mirror table's keys with an interval (``delta_jsd_male`` has none: ``tables.MAGNITUDE_NO_INTERVAL``); the
+#: paper's Wilson interval of ``agreement`` (``agreement_paper_ci_low``/``_ci_high``) is a row of its own ("paper")
+MIRROR_KEYS = ("paired_valid", "agreement", "delta_gap_male")
+#: the face-body table's keys not calibrated elsewhere (``gap_male_full`` is ``gap_male``'s estimator; the JSDs
+#: have no interval)
+FACE_BODY_KEYS = ("gap_male_matched", "gap_male_swapped")
+#: the MCQ table's per-occupation gaps that :func:`run_tables` does not check (``gap_<race>_<occupation>``)
+MCQ_OCCUPATION_RACE_GAPS = ("gap_asian", "gap_latino", "gap_middle_eastern")
+#: the MCQ effect of the compare, face-body and tables rows (jsd_male .03 at 48 templates)
+COMPARE_MCQ_EFFECT = 6.43 * MCQ_BASE_EFFECT
+#: mirroring: a template's stability rho_t ~ Beta(3.5, 1.5) (mean 0.7, sd 0.19), its scene effect sd (per option
+#: logit, shared by its ten photos) and its refusal propensity 0.05 x Gamma(0.5, 2) (mean 0.05, sd 0.07, capped at 1)
+MIRROR_STABILITY, MIRROR_SCENE_SD, MIRROR_REFUSAL_SHAPE = (3.5, 1.5), 0.5, 0.5
+
+
+@dataclass(frozen=True)
+class MirrorModel:
+    """How a mirrored photo (run Y) is answered. With probability rho_t (its template's stability) the mirrored
+    call repeats the original call (status and answer: a deterministic model that does not notice the flip);
+    otherwise it is a fresh call, refused with probability min(1, ``refusal_factor`` x the template's propensity),
+    else answered from the photo's probabilities with the men's logits moved by ``man_shift`` x slope and
+    N(0, ``mirror_sd``^2) per option added."""
+    dgp: str
+    refusal_factor: float
+    man_shift: float
+    mirror_sd: float
+
+
+MIRROR_MODELS = (
+    MirrorModel("mirroring changes nothing (a fresh call of the mirrored photo answers as the original)", 1.0, 0.0, 0.0),
+    MirrorModel("mirroring changes answers (fresh calls of the mirrored photo refused twice as often, men +1.0 x slope, "
+                "mirror noise sd 0.5 per option logit)", 2.0, 1.0, 0.5),
+)
+
+
+@dataclass
+class _CompareRun:
+    """The fields of a run that ``lm_eval_bias.reflect.compare.compare_tasks`` reads (``report.runs.TaskRun``'s)."""
+    task: str
+    records: list
+    sources: tuple = ()
+
+
+def _sample_options(rng, probs: np.ndarray) -> np.ndarray:
+    """One option index per row of ``probs`` (..., K), by inverting the cumulative shares."""
+    u = rng.random(probs.shape[:-1])
+    return np.minimum((probs.cumsum(axis=-1) < u[..., None]).sum(axis=-1), probs.shape[-1] - 1)
+
+
+def _mirror_draws(rng, model: MirrorModel, n_templates: int, shift: np.ndarray) -> dict[str, np.ndarray]:
+    """Per template: the original photos' answer probabilities ``p`` (T, 10, 6: salary MCQ, :data:`COMPARE_MCQ_EFFECT`,
+    scene effect sd 0.5 per option shared by the template's photos, portrait effect sd 0.5 per option), the fresh
+    mirrored calls' ``p_y``, the stability ``rho`` and the refusal propensities ``r`` (original) and ``r_y``
+    (fresh mirrored calls)."""
+    logits = (MCQ_BASE[None, None, :] + shift[:, None, :] + COMPARE_MCQ_EFFECT[None, :, None] * MCQ_SLOPE[None, None, :]
+              + rng.normal(0.0, MIRROR_SCENE_SD, (n_templates, 1, 6)) + rng.normal(0.0, 0.5, (n_templates, 10, 6)))
+    rho = rng.beta(*MIRROR_STABILITY, n_templates)
+    r = np.minimum(1.0, REFUSAL * rng.gamma(MIRROR_REFUSAL_SHAPE, 1.0 / MIRROR_REFUSAL_SHAPE, n_templates))
+    logits_y = logits + model.man_shift * IS_MAN[None, :, None] * MCQ_SLOPE[None, None, :]
+    if model.mirror_sd:
+        logits_y = logits_y + rng.normal(0.0, model.mirror_sd, logits.shape)
+    return {"p": softmax(logits), "p_y": softmax(logits_y), "rho": rho, "r": r,
+            "r_y": np.minimum(1.0, model.refusal_factor * r)}
+
+
+def simulate_mirror(rng, model: MirrorModel, n_per_occupation: int = 8, occupations=OCCUPATIONS) -> tuple[list, list]:
+    """(original, mirrored) record dicts of one salary-MCQ run on the same photos (:class:`MirrorModel`)."""
+    from dataclasses import asdict
+
+    templates = _templates(n_per_occupation, occupations)
+    d = _mirror_draws(rng, model, len(templates), np.stack([_occupation_shift(o) for o, _ in templates]))
+    shape = (len(templates), 10)
+    refused_x, answer_x = rng.random(shape) < d["r"][:, None], _sample_options(rng, d["p"])
+    repeat = rng.random(shape) < d["rho"][:, None]
+    refused_y = np.where(repeat, refused_x, rng.random(shape) < d["r_y"][:, None])
+    answer_y = np.where(repeat, answer_x, _sample_options(rng, d["p_y"]))
+    options = mcq_stats.SALARY_OPTIONS
+    out = ([], [])
+    for t, (occupation, template) in enumerate(templates):
+        for g in range(10):
+            for records, refused, answer in ((out[0], refused_x, answer_x), (out[1], refused_y, answer_y)):
+                records.append(asdict(mcq_stats.MCQRecord(template, occupation, g, "refusal" if refused[t, g] else "valid",
+                                                          None if refused[t, g] else options[answer[t, g]])))
+    return out
+
+
+def truth_mirror(model: MirrorModel, n: int = 20_000, seed: int = 93) -> dict[str, float]:
+    """The mirror table's population values (ratios of expectations over ``n`` simulated templates, as the
+    estimators): ``paired_valid`` = P(valid in both), ``agreement`` = P(same answer | valid in both),
+    ``delta_gap_male`` = gap_male of the mirrored run's expected valid answers minus the original's (exactly 0
+    when the mirrored calls' marginal equals the original's: :data:`MIRROR_MODELS`' first)."""
+    from lm_eval_bias.reflect import tables
+
+    rng = np.random.default_rng(seed)
+    occ = np.stack([_occupation_shift(o) for o in OCCUPATIONS])
+    d = _mirror_draws(rng, model, n, occ[np.arange(n) % len(OCCUPATIONS)])
+    rho, valid, valid_y = d["rho"][:, None], 1.0 - d["r"][:, None], 1.0 - d["r_y"][:, None]
+    both = rho * valid + (1 - rho) * valid * valid_y                                       # (T, 1), each photo
+    same = rho * valid + (1 - rho) * valid * valid_y * (d["p"] * d["p_y"]).sum(axis=2)     # (T, 10)
+    values = np.asarray([mcq_stats.SALARY_BIN_MIDPOINTS_USD[o] for o in mcq_stats.SALARY_OPTIONS], float)
+    answers_x = (valid[:, :, None] * d["p"]).sum(axis=0)
+    answers_y = (rho * valid)[:, :, None] * d["p"] + ((1 - rho) * valid_y)[:, :, None] * d["p_y"]
+    delta = (tables.mcq_occupation_batch(answers_y.sum(axis=0), values)["gap_male"]
+             - tables.mcq_occupation_batch(answers_x, values)["gap_male"])
+    same_marginal = model.refusal_factor == 1.0 and not model.man_shift and not model.mirror_sd
+    return {"paired_valid": float(both.mean()), "agreement": float(same.sum() / (10 * both.sum())),
+            "delta_gap_male": 0.0 if same_marginal else float(delta)}
+
+
+def run_mirror(n_seeds: int, n_boot: int, seed: int = 0, models=MIRROR_MODELS, stream: tuple[int, ...] = ()) -> list[dict]:
+    """``lm-eval-bias reflect-compare --table mirror`` (App. B.2: original vs mirrored photos of the salary MCQ) at
+    the paper's 48 templates, through ``compare.compare_tasks`` as the command calls it (``tables.mirror_summary``):
+    the paired template bootstrap's design-t intervals of :data:`MIRROR_KEYS` ("default") and the paper's Wilson
+    interval of ``agreement`` (``agreement_paper_ci_low``/``_ci_high``, "paper"), at :data:`MIRROR_MODELS`. A stream
+    of its own (tag 30; ``stream``: extra entries of the seed sequences)."""
+    from lm_eval_bias.reflect import compare
+
+    rows = []
+    design = "reflect-compare mirror: 48 templates x 10 photos, original vs mirrored photos, salary MCQ"
+    for model in models:
+        truth = truth_mirror(model)
+        keys = (*MIRROR_KEYS, "agreement_paper")
+        est, cover = {k: [] for k in keys}, {k: [] for k in keys}
+        for s in range(seed, seed + n_seeds):
+            rng = np.random.default_rng([s, 30, zlib.crc32(model.dgp.encode()) % 1000, *stream])
+            original, mirrored = simulate_mirror(rng, model)
+            summary = compare.compare_tasks("mirror", _CompareRun("focus_mcq_salary", original),
+                                            _CompareRun("focus_mcq_salary", mirrored), n_boot, s)
+            for k in MIRROR_KEYS:
+                est[k].append(summary.estimates[k])
+                cover[k].append(covers(summary.ci_low[k], summary.ci_high[k], truth[k]))
+            est["agreement_paper"].append(summary.estimates["agreement"])
+            cover["agreement_paper"].append(covers(summary.extra["agreement_paper_ci_low"],
+                                                   summary.extra["agreement_paper_ci_high"], truth["agreement"]))
+        dgp = (f"{model.dgp}; MCQ effect 6.43 x (man +0.3, Black -0.3, White +0.2 on the slope), scene effect sd 0.5 "
+               "and portrait effect sd 0.5 per option logit, stability rho_t ~ Beta(3.5, 1.5) a template (the "
+               "mirrored call repeats the original with probability rho_t), refusal propensity 0.05 x Gamma(0.5, 2) "
+               "a template")
+        for k in MIRROR_KEYS:
+            rows.append(_row(k, "interval", design, dgp, truth[k], est[k], cover[k], n_seeds, n_boot, seed,
+                             note="paired template bootstrap, design-t (df = 42)"))
+        rows.append(_row("agreement_paper_ci_low/_ci_high", "interval", design, dgp, truth["agreement"],
+                         est["agreement_paper"], cover["agreement_paper"], n_seeds, n_boot, seed, role="paper",
+                         note="the paper's Wilson interval of the agreement count (photos as independent draws), "
+                              "kept by name"))
+    return rows
+
+
+@dataclass(frozen=True)
+class FaceBodyModel:
+    """A salary-MCQ model with the source photo's presented gender g0 (Bernoulli(0.5) a template): every photo's
+    slope effect is its group effect ``beta`` + ``body`` where g0 is man (the template's body cues, all ten photos)
+    + ``mismatch`` where the edited gender differs from g0 (the swapped subset)."""
+    dgp: str
+    beta: np.ndarray
+    body: float
+    mismatch: float
+
+
+FACE_BODY_MODELS = (
+    FaceBodyModel("no bias (no face, body or mismatch effect)", group_effects(0.0, {}), 0.0, 0.0),
+    FaceBodyModel("gender effect: MCQ effect 6.43 x (man +0.3, Black -0.3, White +0.2 on the slope), body +0.5 on "
+                  "the slope where the source presents as a man, face-body mismatch -0.5 on the slope",
+                  COMPARE_MCQ_EFFECT, 0.5, -0.5),
+)
+
+
+def _face_body_draws(rng, model: FaceBodyModel, n_templates: int, shift: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(answer probabilities (T, 10, 6), g0 is man (T,)) with a portrait effect sd 0.5 per option logit."""
+    source_man = rng.random(n_templates) < 0.5
+    effect = (model.beta[None, :] + model.body * source_man[:, None]
+              + model.mismatch * (IS_MAN[None, :] != source_man[:, None]))
+    logits = (MCQ_BASE[None, None, :] + shift[:, None, :] + effect[:, :, None] * MCQ_SLOPE[None, None, :]
+              + rng.normal(0.0, 0.5, (n_templates, 10, 6)))
+    return softmax(logits), source_man
+
+
+def simulate_face_body(rng, model: FaceBodyModel, n_per_occupation: int = 8,
+                       occupations=OCCUPATIONS) -> tuple[list, dict[str, str]]:
+    """(record dicts of one salary-MCQ run, {template: g0}) with 5 % refusals (:class:`FaceBodyModel`)."""
+    from dataclasses import asdict
+
+    templates = _templates(n_per_occupation, occupations)
+    probs, source_man = _face_body_draws(rng, model, len(templates), np.stack([_occupation_shift(o) for o, _ in templates]))
+    refused, answer = rng.random((len(templates), 10)) < REFUSAL, _sample_options(rng, probs)
+    options = mcq_stats.SALARY_OPTIONS
+    records = [asdict(mcq_stats.MCQRecord(template, occupation, g, "refusal" if refused[t, g] else "valid",
+                                          None if refused[t, g] else options[answer[t, g]]))
+               for t, (occupation, template) in enumerate(templates) for g in range(10)]
+    return records, {template: "man" if source_man[t] else "woman" for t, (_, template) in enumerate(templates)}
+
+
+def truth_face_body(model: FaceBodyModel, n: int = 20_000, seed: int = 92) -> dict[str, float]:
+    """``gap_male_<full|matched|swapped>`` of the population (expected answers of ``n`` simulated templates, g0
+    drawn as in a run); exactly 0 without any effect (every group then answers alike)."""
+    from lm_eval_bias.reflect import tables
+
+    if not np.any(model.beta) and not model.body and not model.mismatch:
+        return {f"gap_male_{s}": 0.0 for s in ("full", "matched", "swapped")}
+    rng = np.random.default_rng(seed)
+    occ = np.stack([_occupation_shift(o) for o in OCCUPATIONS])
+    probs, source_man = _face_body_draws(rng, model, n, occ[np.arange(n) % len(OCCUPATIONS)])
+    matched = (IS_MAN[None, :] == source_man[:, None])[:, :, None]
+    values = np.asarray([mcq_stats.SALARY_BIN_MIDPOINTS_USD[o] for o in mcq_stats.SALARY_OPTIONS], float)
+    return {f"gap_male_{s}": float(tables.mcq_occupation_batch((probs * w).sum(axis=0), values)["gap_male"])
+            for s, w in (("full", 1.0), ("matched", matched), ("swapped", ~matched))}
+
+
+def run_face_body(n_seeds: int, n_boot: int, seed: int = 0, models=FACE_BODY_MODELS,
+                  stream: tuple[int, ...] = ()) -> list[dict]:
+    """``lm-eval-bias reflect-compare --table face-body`` (Table 4, App. B.2) at the paper's 48 templates, through
+    ``compare.compare_tasks`` as the command calls it (``tables.face_body_summary``, the template bootstrap's
+    design-t intervals): ``gap_male_matched`` and ``gap_male_swapped`` (:data:`FACE_BODY_KEYS`) at
+    :data:`FACE_BODY_MODELS`. A stream of its own (tag 31)."""
+    from lm_eval_bias.reflect import compare
+
+    rows = []
+    design = "reflect-compare face-body: 48 templates x 10 photos, salary MCQ, g0 ~ Bernoulli(0.5) a template"
+    for model in models:
+        truth = truth_face_body(model)
+        est, cover = {k: [] for k in FACE_BODY_KEYS}, {k: [] for k in FACE_BODY_KEYS}
+        for s in range(seed, seed + n_seeds):
+            rng = np.random.default_rng([s, 31, zlib.crc32(model.dgp.encode()) % 1000, *stream])
+            records, source_gender = simulate_face_body(rng, model)
+            summary = compare.compare_tasks("face-body", _CompareRun("focus_mcq_salary", records), None, n_boot, s,
+                                            source_gender)
+            for k in FACE_BODY_KEYS:
+                est[k].append(summary.estimates[k])
+                cover[k].append(covers(summary.ci_low[k], summary.ci_high[k], truth[k]))
+        for k in FACE_BODY_KEYS:
+            rows.append(_row(k, "interval", design, f"{model.dgp}; portrait effect sd 0.5 per option logit, 5 % refusals",
+                             truth[k], est[k], cover[k], n_seeds, n_boot, seed,
+                             note="template bootstrap, design-t (df = 42)"))
+    return rows
+
+
+def _pooled_row(quantity, design, dgp, truth, est, hits, n_seeds, n_boot, seed, note) -> dict[str, Any]:
+    """A row pooling several intervals a seed (``hits``: one list a seed), with the seed-clustered Monte Carlo SE."""
+    return rate_row(BENCHMARK, quantity, "interval", design, dgp, truth, est, [h for per in hits for h in per],
+                    n_seeds, n_boot, seed, note=note, hits_per_seed=hits)
+
+
+def run_tables_races(n_seeds: int, n_boot: int, seed: int = 0, n_bios: int = 50, tasks=("mcq", "salary"),
+                     stream: tuple[int, ...] = ()) -> list[dict]:
+    """The per-occupation race gaps that :func:`run_tables` does not check: the MCQ table's
+    ``gap_<asian|latino|middle_eastern>_<occupation>`` (``tables.mcq_occupation_summary``; ``tasks`` "mcq") and the
+    salary table's ``gap_pct_<asian|latino|middle_eastern>_<occupation>`` (``tables.salary_table_summary``;
+    "salary"), design-t with the occupation's 7 df, at :func:`run_tables`' models (MCQ: no bias, the MCQ effect;
+    salary: no bias, man +2 %, Black -3 %, Asian +1 %), the six occupations of a seed pooled into one row with the
+    seed-clustered Monte Carlo SE. The MCQ summary runs without the JSD relabellings (``n_null=0``): they feed
+    only ``jsd_male_<occupation>``, and the gaps' intervals come from the template bootstrap on seed s either
+    way. Streams of their own (tags 32, 33)."""
+    from dataclasses import asdict
+
+    from lm_eval_bias.reflect import tables
+
+    occupations, per = DESIGNS[48]
+    rows = []
+    design = "one occupation of the 48-template design (8 templates), 6 occupations pooled"
+    note = f"design-t interval with the occupation's own df (7); {len(occupations)} occupations x {n_seeds} seeds pooled"
+    options, values = mcq_stats.SALARY_OPTIONS, mcq_stats.SALARY_BIN_MIDPOINTS_USD
+    for dgp, beta in ((("no bias", group_effects(0.0, {})),
+                       ("MCQ effect 6.43 x (man +0.3, Black -0.3, White +0.2 on the slope)", COMPARE_MCQ_EFFECT))
+                      if "mcq" in tasks else ()):
+        truths = {o: truth_mcq(beta, 0.5, occupations=[o]) for o in occupations}
+        est = {k: [] for k in MCQ_OCCUPATION_RACE_GAPS}
+        hits = {k: [] for k in MCQ_OCCUPATION_RACE_GAPS}
+        for s in range(seed, seed + n_seeds):
+            records = simulate_mcq(np.random.default_rng([s, 32, zlib.crc32(dgp.encode()) % 1000, *stream]), beta, 0.5, per)
+            summary = tables.mcq_occupation_summary([asdict(r) for r in records], options, values, occupations, n_boot, s,
+                                                    n_null=0)
+            for k in MCQ_OCCUPATION_RACE_GAPS:
+                est[k] += [summary.estimates[f"{k}_{o}"] for o in occupations]
+                hits[k].append([covers(summary.ci_low[f"{k}_{o}"], summary.ci_high[f"{k}_{o}"], truths[o][k])
+                                for o in occupations])
+        for k in MCQ_OCCUPATION_RACE_GAPS:
+            rows.append(_pooled_row(f"{k}_<occupation>", design + " x 10 photos x 1 call (MCQ)",
+                                    f"{dgp}; portrait effect sd 0.5 per option logit, 5 % refusals",
+                                    float(np.mean([truths[o][k] for o in occupations])), est[k], hits[k], n_seeds, n_boot,
+                                    seed, note=f"{note}; truth per occupation"))
+    for label, beta in ((("no bias", np.zeros(10)),
+                         ("bias (man +2 %, Black -3 %, Asian +1 %)", group_effects(0.02, {"black": -0.03, "asian": 0.01})))
+                        if "salary" in tasks else ()):
+        truth = truth_salary(beta)
+        dgp = f"{label}; per-portrait effect sd 3 %, biography sd 20 %, noise sd 10 %"
+        est = {k: [] for k in SALARY_OTHER_GAP_KEYS}
+        hits = {k: [] for k in SALARY_OTHER_GAP_KEYS}
+        for s in range(seed, seed + n_seeds):
+            records = simulate_salary(np.random.default_rng([s, 33, int(np.any(beta)), *stream]), beta, 0.03, per, n_bios)
+            summary = tables.salary_table_summary([asdict(r) for r in records], n_boot, s, 0)
+            for k in SALARY_OTHER_GAP_KEYS:
+                est[k] += [summary.estimates[f"{k}_{o}"] for o in occupations]
+                hits[k].append([covers(summary.ci_low[f"{k}_{o}"], summary.ci_high[f"{k}_{o}"], truth[k])
+                                for o in occupations])
+        for k in SALARY_OTHER_GAP_KEYS:
+            rows.append(_pooled_row(f"{k}_<occupation>", f"{design} x 10 portraits x {n_bios} biographies (salary)", dgp,
+                                    truth[k], est[k], hits[k], n_seeds, n_boot, seed, note=note))
+    return rows
+
+
+#: the parts added on 2 Dec 2026 (``python -m scripts.calibration.reflect --parts=<name>[,<name>...]``): name ->
+#: rows of (n_seeds, n_boot, seed)
+PARTS_2DEC = {
+    "mirror": lambda n, b, s: run_mirror(n, b, s),
+    "face_body": lambda n, b, s: run_face_body(n, b, s),
+    "tables_races_mcq": lambda n, b, s: run_tables_races(n, b, s, tasks=("mcq",)),
+    "tables_races_salary": lambda n, b, s: run_tables_races(n, b, s, tasks=("salary",)),
+}
+#: what each of :data:`PARTS_2DEC` runs, for the results file's note
+PARTS_2DEC_TEXT = {
+    "mirror": "run_mirror: reflect-compare's mirror table, paired_valid, agreement, delta_gap_male and the paper's "
+              "Wilson interval of agreement at MIRROR_MODELS, stream tag 30",
+    "face_body": "run_face_body: reflect-compare's face-body table, gap_male_matched and gap_male_swapped at "
+                 "FACE_BODY_MODELS, stream tag 31",
+    "tables_races_mcq": "run_tables_races(tasks=('mcq',)): gap_<asian|latino|middle_eastern>_<occupation> of the MCQ "
+                        "table at run_tables' two MCQ models, stream tag 32",
+    "tables_races_salary": "run_tables_races(tasks=('salary',)): gap_pct_<asian|latino|middle_eastern>_<occupation> of "
+                           "the salary table at run_tables' two salary models, stream tag 33",
+}
+RESULTS_JSON = Path(__file__).resolve().parent / "results" / "reflect.json"
+
+
+def append_rows(rows: list[dict], wall_key: str | None, wall_s: float, note: str = "", path: Path = RESULTS_JSON) -> None:
+    """Append ``rows`` to the results file ``path`` (the dict of ``scripts/calibrate_statistics.py --json``, written
+    as ``json.dumps(data, indent=1)``), its wall time under ``parts_wall_s[wall_key]`` (none when ``wall_key`` is
+    None: a note only) and ``note`` at the end of its note; every earlier row stays byte-identical. Atomic: a
+    temporary file in the same folder, then ``os.replace``."""
+    import json
+    import os
+    import tempfile
+
+    text = path.read_text(encoding="utf-8")
+    data = json.loads(text)
+    if json.dumps(data, indent=1) != text:
+        raise ValueError(f"{path}: not in the format json.dumps(data, indent=1) writes; not appending")
+    if wall_key is not None and wall_key in data.get("parts_wall_s", {}):
+        raise ValueError(f"{path}: parts_wall_s already has {wall_key!r}")
+    data["rows"].extend(rows)
+    if wall_key is not None:
+        data.setdefault("parts_wall_s", {})[wall_key] = round(wall_s, 1)
+    if note:
+        data["note"] = f"{data.get('note', '')} {note}".strip()
+    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as f:
+            f.write(json.dumps(data, indent=1))
+        os.chmod(tmp, os.stat(path).st_mode & 0o7777)  # mkstemp's file is 0600: keep the file's own mode
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
 def run(n_seeds: int, n_boot: int, quick: bool) -> list[dict]:
     """All REFLECT calibration rows (module docstring). ``quick`` shrinks seeds and resamples, the 2AFC and
     MCQ designs to the 6-template one and the salary design to 4 templates per occupation x 10 biographies."""
@@ -1685,7 +2059,9 @@ def run(n_seeds: int, n_boot: int, quick: bool) -> list[dict]:
             + run_mcq_letter_mass(n_seeds, n_boot) + run_mcq_samples(n_seeds, n_boot)
             + run_compare(n_seeds, n_boot, keys=COMPARE_OTHER_KEYS, stream=(26,))
             + run_2afc_groups(n_seeds, n_boot, models=("no average bias",)) + run_2afc_groups(n_seeds, n_boot, design=12)
-            + run_2afc_logprob_rates(n_seeds, n_boot))
+            + run_2afc_logprob_rates(n_seeds, n_boot)
+            # added 2 Dec 2026, each on a stream of its own
+            + run_mirror(n_seeds, n_boot) + run_face_body(n_seeds, n_boot) + run_tables_races(n_seeds, n_boot))
 
 
 #: seeds of the paper's unit-clustered salary regressions (``p_*_paper`` rows, role "paper") in full mode: they
@@ -1942,6 +2318,28 @@ if __name__ == "__main__":
         for point in points:
             print(point)
         print(f"{time.time() - started:.0f} s")
+        sys.exit(0)
+    parts = next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--parts=")), None)
+    if parts is not None:  # python -m scripts.calibration.reflect --parts=mirror,face_body,... [--seeds=N] [--seed=S]
+        # [--boot=B] [--append --label=TEXT]: the parts of PARTS_2DEC; --append adds their rows to RESULTS_JSON
+        names = [p for p in parts.split(",") if p]
+        unknown = sorted(set(names) - set(PARTS_2DEC))
+        if unknown or not names:
+            sys.exit(f"error: unknown parts {unknown}; known: {', '.join(PARTS_2DEC)}")
+        n_seeds, first = int_option(sys.argv, "seeds", 250), int_option(sys.argv, "seed", 0, low=0)
+        n_boot = int_option(sys.argv, "boot", 1000)
+        label = next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--label=")), time.strftime("%d %b %Y"))
+        for name in names:
+            started = time.time()
+            rows = PARTS_2DEC[name](n_seeds, n_boot, first)
+            wall = time.time() - started
+            _print(rows)
+            print(f"{name}: {len(rows)} rows, {wall:.0f} s")
+            if "--append" in sys.argv:
+                append_rows(rows, f"{name} ({label})", wall,
+                            note=f"{label}: {len(rows)} rows appended by --parts={name} ({PARTS_2DEC_TEXT[name]}; "
+                                 f"{n_seeds} seeds from {first}, {n_boot} replicates; {wall:.0f} s); every earlier row "
+                                 "unchanged.")
         sys.exit(0)
     if "--valid-rate-by-count" in sys.argv:  # python -m scripts.calibration.reflect --valid-rate-by-count [--seeds=N]
         found = presentation_valid_rate_by_count(int_option(sys.argv, "seeds", 1500))

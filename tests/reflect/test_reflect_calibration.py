@@ -337,6 +337,10 @@ def test_effective_size_wilson_interval_by_hand():
     old_half = t6 * math.sqrt(0.25 / 6 + t6 * t6 / 144) / (1 + t6 * t6 / 6)
     low, high = bootstrap.effective_size_wilson_interval(0.5, binomial, 6, 6)
     assert high - low < 2 * old_half - 0.05
+    # every template at the same share: the replicates' SD is rounding noise (5.6e-17 for 19/45 over 4 templates),
+    # read as no variance seen, never as an effective size of 10^31 (a point interval)
+    assert bootstrap.effective_size_wilson_interval(19 / 45, 5.6e-17, 180, 2) == bootstrap.effective_size_wilson_interval(
+        19 / 45, 0.0, 180, 2)
     # no refusal seen (p = 0, SE 0): the binomial's width with all 108 calls at the df factor, never [0, 0]
     n_df = 108 * (student_t.ppf(0.975, 107) / t6) ** 2
     low, high = bootstrap.effective_size_wilson_interval(0.0, 0.0, 108, 6)

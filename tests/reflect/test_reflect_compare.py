@@ -41,11 +41,20 @@ def test_flip_rate_two_templates_bootstrap_support_is_each_template_alone():
     template with weight 2, so every replicate is 0 (ceo/1) or 1 (ceo/2): the interval is [0, 1]."""
     x = _pair_calls("ceo/1", PAIRS, [True] * 4) + _pair_calls("ceo/2", PAIRS, [True] * 4)
     y = _pair_calls("ceo/1", PAIRS, [True] * 4) + _pair_calls("ceo/2", PAIRS, [False] * 4)
+    from lm_eval_bias.core.bootstrap import effective_size_wilson_interval
+
     s = rt.framing_summary(x, y, 200, 1)
     assert s.estimates["flip_rate"] == 0.5 and s.n["flip_rate"] == 8
-    assert (s.ci_low["flip_rate"], s.ci_high["flip_rate"]) == (0.0, 1.0)
     assert s.stderr["flip_rate"] == pytest.approx(0.5, abs=0.06)  # replicates are a fair coin on {0, 1}
-    assert s.estimates["kept_x"] == s.estimates["kept_y"] == 1.0 and s.ci_low["kept_x"] == s.ci_high["kept_x"] == 1.0
+    # a share of 8 matched pairs: the effective-size Wilson interval of that SE with 1 df (2 templates, 1 stratum),
+    # nearly all of [0, 1]
+    expected = effective_size_wilson_interval(0.5, s.stderr["flip_rate"], 8, 1)
+    assert (s.ci_low["flip_rate"], s.ci_high["flip_rate"]) == pytest.approx(expected)
+    assert s.ci_low["flip_rate"] < 0.01 and s.ci_high["flip_rate"] > 0.99
+    # every pair kept in both templates: no variance seen, so Wilson's interval of 8 of 8 pairs (1 df), not [1, 1]
+    assert s.estimates["kept_x"] == s.estimates["kept_y"] == 1.0 and s.stderr["kept_x"] == 0.0
+    assert (s.ci_low["kept_x"], s.ci_high["kept_x"]) == pytest.approx(effective_size_wilson_interval(1.0, 0.0, 8, 1))
+    assert s.ci_low["kept_x"] < 1.0 == s.ci_high["kept_x"]
     assert rt.framing_comparison(x, y)["n_matched"] == 8
 
 
@@ -91,13 +100,14 @@ def test_format_summary_hand_computed_and_interval_contains_estimate():
     # a JSD between two answer distributions is positive without any shift: no interval, the reason says why
     assert np.isnan(s.ci_low["jsd_shift"]) and np.isnan(s.ci_high["jsd_shift"])
     assert s.reasons["jsd_shift"] == rt.MAGNITUDE_NO_INTERVAL["jsd_shift"] and s.stderr["jsd_shift"] >= 0
-    # templates agree fully (ceo/2, ceo/4) or half (ceo/1, ceo/3): the design-t interval is the estimate
-    # ± t_3 (4 templates in one occupation: 3 degrees of freedom) times the bootstrap SE, clipped to [0, 1]
-    from scipy.stats import t as student_t
+    # templates agree fully (ceo/2, ceo/4) or half (ceo/1, ceo/3): agreement is a share of the 40 photos valid in
+    # both, so its interval is the effective-size Wilson interval of the bootstrap SE with 3 degrees of freedom
+    # (4 templates in one occupation), as every REFLECT share's
+    from lm_eval_bias.core.bootstrap import effective_size_wilson_interval
 
-    half = student_t.ppf(0.975, 3) * s.stderr["agreement"]
     assert s.stderr["agreement"] > 0
-    assert s.ci_low["agreement"] == pytest.approx(0.75 - half) and s.ci_high["agreement"] == min(1.0, 0.75 + half)
+    expected = effective_size_wilson_interval(0.75, s.stderr["agreement"], 40, 3)
+    assert (s.ci_low["agreement"], s.ci_high["agreement"]) == pytest.approx(expected)
 
 
 def test_mirror_summary_template_interval_and_paper_wilson():
@@ -199,7 +209,14 @@ def test_framing_within_one_run_and_planted_flip_between_runs(folders):
     root, env = folders
     proc = _compare(root / "x", "--table", "framing", "--output", root / "f1", env=env)
     assert proc.returncode == 0, proc.stderr
-    assert "| focus_2afc_income_p0 vs focus_2afc_income | flip_rate | 0 [0, 0] | 180 |" in proc.stdout
+    # no pair flips in 180 matched pairs of 4 templates alike (SE 0): Wilson's interval of 0 of 180 (2 df), not [0, 0]
+    from lm_eval_bias.core.bootstrap import effective_size_wilson_interval
+
+    flips = _value(_rows(root / "f1", "framing"), "focus_2afc_income_p0 vs", "flip_rate")
+    assert flips["value"] == 0.0 and flips["n"] == 180
+    assert (flips["ci_low"], flips["ci_high"]) == pytest.approx(effective_size_wilson_interval(0.0, 0.0, 180, 2))
+    assert flips["ci_low"] == 0.0 < flips["ci_high"] < 0.1  # n* = 180 x (t_179 / t_2)^2 = 38
+    assert "| focus_2afc_income_p0 vs focus_2afc_income | flip_rate | 0 [0, " in proc.stdout
     rows = _rows(root / "f1", "framing")
     assert _value(rows, "vs", "spearman")["value"] == pytest.approx(1.0)
     assert (root / "f1" / "reflect_framing.csv").is_file()
@@ -209,7 +226,9 @@ def test_framing_within_one_run_and_planted_flip_between_runs(folders):
     # 25 - 6 = 19 of the 45 pairs of every template
     row = _value(_rows(root / "f2", "framing"), "focus_2afc_income (X)", "flip_rate")
     assert row["value"] == pytest.approx(19 / 45) and row["n"] == 4 * 45
-    assert row["ci_low"] == pytest.approx(19 / 45) and row["ci_high"] == pytest.approx(19 / 45)  # every template alike
+    # every template alike (SE 0): Wilson's interval of 76 of 180 matched pairs
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx(effective_size_wilson_interval(19 / 45, 0.0, 180, 2))
+    assert row["ci_low"] < 19 / 45 < row["ci_high"]
     assert _value(_rows(root / "f2", "framing"), "focus_2afc_income (X)", "kept_y")["value"] == 1.0
 
 
