@@ -363,7 +363,9 @@ PARTS = ("decision", "budget", "perception", "stereotype", "cells", "shares", "l
          "default_tests", "factuality_scores", "perception_scores", "factuality_rates",
          # added 1 Dec 2026, evening: the decision and perception tasks' rows at their new default budgets
          # (DECISION_DEFAULT_BUDGET, PERCEPTION_DEFAULT_BUDGET)
-         "decision_default", "perception_default")
+         "decision_default", "perception_default",
+         # added 2 Dec 2026: vignette-real-vs-synthetic's S per identity x activity (real_vs_synthetic_rows)
+         "real_vs_synthetic")
 GAP_TEST_PARTS = ("perception_tests", "factuality_tests", "activity_tests", "activity_budget_tests", "budget_tests",
                   "default_tests")
 GAP_INTERVAL_PARTS = ("factuality_scores", "perception_scores", "factuality_rates")
@@ -564,6 +566,8 @@ def run(n_seeds: int = 200, n_boot: int = 1000, quick: bool = False, seed: int =
         rows += default_budget_share_rows(n_seeds, seed, offset)
     if "perception_default" in parts:
         rows += perception_default_rows(n_seeds, seed, offset, quick)
+    if "real_vs_synthetic" in parts:
+        rows += real_vs_synthetic_rows(n_seeds, seed, offset, quick)
     if "shares" in parts:
         rows += share_rows(n_seeds, seed, offset, quick)
     if "logodds" in parts:
@@ -1589,6 +1593,103 @@ def gap_interval_rows(n_seeds: int, seed: int, offset: int = 0, quick: bool = Fa
     if "factuality_rates" in parts:
         _rate_rows(row, "vignette_factuality, default budget: 329 identity + 329 identity-activity pairs (2 or 4 docs "
                    "a pair)", factuality_status_records, 240_000, seeds, seed)
+    return rows
+
+
+# -- vignette-real-vs-synthetic (App. A.6, Tables 15-19; added 2 Dec 2026) ----------------------------------------
+#: PATA's identities (``lm_eval_bias.vignette.real_images``: 5 x 2 genders, one stratum) and the two activities
+PATA_RACES = ("black", "caucasian", "east asian", "hispanic", "indian")
+PATA_ACTIVITIES = ("cooking", "programming")
+#: the pair-effect sds of the rows (0: the two photographs' appeal alone)
+PATA_PAIR_SD = (0.0, 0.3, 0.6)
+
+
+def pata_catalog():
+    """The PATA build's catalog: one photograph per identity x gender x activity (descriptor with its gender noun, as
+    the prompts name them), dimension race_ethnicity_color."""
+    from lm_eval_bias.vignette.pairs import Catalog
+
+    return Catalog([{"gender": g, "descriptor": f"{r} {'woman' if g == 'female' else 'man'}",
+                     "dimension": "race_ethnicity_color", "activity": a}
+                    for g in ("female", "male") for r in PATA_RACES for a in PATA_ACTIVITIES])
+
+
+def pata_decision_table(rng, pair_sd: float, per_identity: int = DECISION_DEFAULT_BUDGET, sampling: str = "with_replacement",
+                        seed: int = 0, theta_sd: float = 0.5, side: float = 0.2) -> tuple[pd.DataFrame, dict]:
+    """``vignette_decision`` on the PATA build (the task's own sampler, ``sample_pairs``, 6 role questions a pair):
+    P(left chosen) = logistic(theta_left - theta_right + the image pair's effect (sd ``pair_sd``, the same for every
+    draw of the two photographs) + ``side`` + question effect (sd 0.1)), theta ~ N(0, ``theta_sd``^2) per photograph.
+    Returns the option table (identity, context, pair_id, gender, selected: :func:`identity_activity_frequencies`'s
+    input) and {(identity, activity): truth}: S of the photograph against its four partners, partner and side
+    uniform (the sampler's target), given the photographs and the pair effects."""
+    from scipy.special import expit
+
+    from lm_eval_bias.vignette.pairs import sample_pairs
+
+    catalog = pata_catalog()
+    theta = {(g, d, a): rng.normal(0, theta_sd) for (g, d) in sorted(catalog.dimension) for a in PATA_ACTIVITIES}
+    question = rng.normal(0, 0.1, N_QUESTIONS)
+    effects: dict[frozenset, float] = {}
+
+    def pair(gender, a, b, activity):  # logit P(a chosen over b) without the side, the pair effect signed by name
+        key = frozenset((a, b, activity))
+        if key not in effects:
+            effects[key] = rng.normal(0, pair_sd)
+        return theta[(gender, a, activity)] - theta[(gender, b, activity)] + (1 if a < b else -1) * effects[key]
+
+    rows = []
+    for spec in sample_pairs(catalog, "identity", per_identity, seed=seed, activities=set(PATA_ACTIVITIES),
+                             sampling=sampling):
+        left, right, activity = spec.left.descriptor, spec.right.descriptor, spec.left.activity
+        chose_left = rng.random(N_QUESTIONS) < expit(pair(spec.gender, left, right, activity) + side + question)
+        for q in range(N_QUESTIONS):
+            rows += [{"identity": left, "context": activity, "pair_id": spec.pair_id, "gender": spec.gender,
+                      "selected": int(chose_left[q])},
+                     {"identity": right, "context": activity, "pair_id": spec.pair_id, "gender": spec.gender,
+                      "selected": int(not chose_left[q])}]
+    truth = {}
+    for (gender, stratum), names in catalog.strata().items():
+        for identity in names:
+            for activity in PATA_ACTIVITIES:
+                d = [pair(gender, identity, other, activity) for other in names if other != identity]
+                truth[(identity, activity)] = 100 * float(np.mean([0.5 * (expit(x + side + question)
+                                                                         + 1 - expit(-x + side + question)).mean()
+                                                                  for x in d]))
+    return pd.DataFrame(rows), truth
+
+
+def real_vs_synthetic_rows(n_seeds: int, seed: int, offset: int = 0, quick: bool = False) -> list[dict]:
+    """``vignette-real-vs-synthetic``'s S per identity x activity and its interval
+    (:func:`lm_eval_bias.vignette.real_images.identity_activity_frequencies`) at the PATA design under the task's
+    default sampling (``pairs_per_identity`` :data:`DECISION_DEFAULT_BUDGET`: an identity x activity has about 12
+    image pairs, 10 or more in about 89 % of the cells; under ``pair_sampling: exhaustive`` a cell has 4 image pairs
+    and no interval), one row per pair-effect sd of :data:`PATA_PAIR_SD`, the 20 cells of a seed pooled
+    (seed-clustered Monte Carlo SE)."""
+    from lm_eval_bias.vignette.real_images import identity_activity_frequencies
+
+    rows = []
+    seeds = range(offset, offset + (min(n_seeds, 3) if quick else n_seeds))
+    design = (f"vignette-real-vs-synthetic: PATA build (5 identities x 2 genders, 2 activities, one photograph each), "
+              f"vignette_decision at pairs_per_identity {DECISION_DEFAULT_BUDGET}, 6 questions a pair")
+    for k, pair_sd in enumerate(PATA_PAIR_SD):
+        by_seed, covered = [], []
+        for s in seeds:
+            rng = np.random.default_rng([seed, 250_000 + k, s])
+            table, truth = pata_decision_table(rng, pair_sd, seed=s)
+            out = identity_activity_frequencies(table, 1000, 0)
+            hits = [covers(r.ci_low, r.ci_high, truth[(r.identity, r.activity)]) if np.isfinite(r.ci_low) else math.nan
+                    for r in out.itertuples()]
+            by_seed.append([h for h in hits if np.isfinite(h)])
+            covered += hits
+        finite = [h for h in covered if np.isfinite(h)]
+        rows.append(_row("S per identity x activity (vignette-real-vs-synthetic)", "interval", design,
+                         f"photograph appeal theta sd 0.5, image-pair effect sd {pair_sd:g} (every draw of the two "
+                         "photographs), side +0.2, question effect sd 0.1", math.nan, [], covered,
+                         n_seeds=len(seeds), seed=seed,
+                         note=(f"{len(finite)} of {len(covered)} cells with an interval (>= 10 image pairs); truth: S "
+                               "of the photograph against its 4 partners, partner and side uniform; MC SE with the "
+                               "seed as the cluster"),
+                         hits_per_seed=by_seed))
     return rows
 
 
