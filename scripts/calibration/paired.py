@@ -67,6 +67,14 @@ def _logistic(x):
     return 1.0 / (1.0 + np.exp(-x))
 
 
+def _logit_normal_mean(beta: float, shared_sd: float, own_sd: float, n: int = 400_000, seed: int = 96) -> float:
+    """E[logistic(beta + shared + own)], shared ~ N(0, shared_sd^2), own ~ N(0, own_sd^2): the population rate of
+    :func:`rate_design`'s clusters and of the male_win_rate and consistency designs (:func:`twoafc_truth`,
+    :func:`cf_vqa_truth`; a ratio of sums estimates the ratio of expectations, here E of the rate)."""
+    rng = np.random.default_rng(seed)
+    return float(_logistic(beta + rng.normal(0, shared_sd, n) + rng.normal(0, own_sd, n)).mean())
+
+
 def _ratio(numerator: np.ndarray, denominator: np.ndarray, key: str):
     """Batched statistic: sum of the clusters' numerators over the sum of their denominators."""
     def values(weights: np.ndarray) -> dict[str, np.ndarray]:
@@ -90,8 +98,7 @@ def twoafc_counts(rng, betas: tuple[float, float], occupations: int, per_occupat
 
 
 def twoafc_truth(beta: float, n: int = 400_000, seed: int = 99) -> float:
-    rng = np.random.default_rng(seed)
-    return float(_logistic(beta + rng.normal(0, 0.5, n) + rng.normal(0, 0.3, n)).mean())
+    return _logit_normal_mean(beta, 0.5, 0.3, n, seed)
 
 
 def cf_vqa_counts(rng, alphas: tuple[float, float], n_pairs: int, categories: int):
@@ -101,7 +108,7 @@ def cf_vqa_counts(rng, alphas: tuple[float, float], n_pairs: int, categories: in
 
 
 def cf_vqa_truth(alpha: float, n: int = 400_000, seed: int = 98) -> float:
-    return float(_logistic(alpha + np.random.default_rng(seed).normal(0, 1.0, n)).mean())
+    return _logit_normal_mean(alpha, 1.0, 0.0, n, seed)
 
 
 def _fof_setup():
@@ -630,13 +637,6 @@ LEADERBOARD_MAGNITUDES = {"2afc": ("polarization", "extreme_cell_rate"), "mcq": 
 REFUSAL_SHARE = 0.05
 
 
-def _logit_normal_mean(beta: float, shared_sd: float, own_sd: float, n: int = 400_000, seed: int = 96) -> float:
-    """E[logistic(beta + shared + own)], shared ~ N(0, shared_sd^2), own ~ N(0, own_sd^2): the population rate of
-    :func:`rate_design`'s clusters (a ratio of sums estimates the ratio of expectations, here E of the rate)."""
-    rng = np.random.default_rng(seed)
-    return float(_logistic(beta + rng.normal(0, shared_sd, n) + rng.normal(0, own_sd, n)).mean())
-
-
 def rate_design(sizes: np.ndarray, strata: list, shared_sd: float, own_sd: float):
     """(simulate, truth_of) of a headline rate (events / trials summed over the clusters: ``retained_rate``,
     ``valid_rate``, ``refusal_rate``, ``factuality_accuracy``) of two models on the same clusters of ``sizes``
@@ -686,6 +686,7 @@ def mcq_counts(rng, betas: tuple[float, float], occupations: int = 6, per_occupa
     from functools import partial
 
     from lm_eval_bias.reflect import mcq
+    from scripts.calibration import reflect as reflect_sim
 
     n = occupations * per_occupation
     shared = _mcq_shared(rng, n)
@@ -694,7 +695,7 @@ def mcq_counts(rng, betas: tuple[float, float], occupations: int = 6, per_occupa
     for beta in betas:
         p = _mcq_probabilities(rng, beta, shared)
         valid = rng.random((n, 10)) >= REFUSAL_SHARE
-        choice = np.minimum((p.cumsum(-1) < rng.random((n, 10, 1))).sum(-1), 5)
+        choice = reflect_sim._sample_options(rng, p)
         answers = np.zeros((n, 10, 6))
         t, g = np.nonzero(valid)
         np.add.at(answers, (t, g, choice[t, g]), 1.0)

@@ -1716,12 +1716,12 @@ MIRROR_MODELS = (
 )
 
 
-@dataclass
-class _CompareRun:
-    """The fields of a run that ``lm_eval_bias.reflect.compare.compare_tasks`` reads (``report.runs.TaskRun``'s)."""
-    task: str
-    records: list
-    sources: tuple = ()
+def _compare_run(task: str, records: list):
+    """A run of ``task`` holding ``records`` (:class:`lm_eval_bias.report.runs.TaskRun`, as ``reflect-compare`` reads
+    a run folder) for ``lm_eval_bias.reflect.compare.compare_tasks``."""
+    from lm_eval_bias.report.runs import TaskRun
+
+    return TaskRun(task, {}, records, len(records), [])
 
 
 def _sample_options(rng, probs: np.ndarray) -> np.ndarray:
@@ -1807,8 +1807,8 @@ def run_mirror(n_seeds: int, n_boot: int, seed: int = 0, models=MIRROR_MODELS, s
         for s in range(seed, seed + n_seeds):
             rng = np.random.default_rng([s, 30, zlib.crc32(model.dgp.encode()) % 1000, *stream])
             original, mirrored = simulate_mirror(rng, model)
-            summary = compare.compare_tasks("mirror", _CompareRun("focus_mcq_salary", original),
-                                            _CompareRun("focus_mcq_salary", mirrored), n_boot, s)
+            summary = compare.compare_tasks("mirror", _compare_run("focus_mcq_salary", original),
+                                            _compare_run("focus_mcq_salary", mirrored), n_boot, s)
             for k in MIRROR_KEYS:
                 est[k].append(summary.estimates[k])
                 cover[k].append(covers(summary.ci_low[k], summary.ci_high[k], truth[k]))
@@ -1905,7 +1905,7 @@ def run_face_body(n_seeds: int, n_boot: int, seed: int = 0, models=FACE_BODY_MOD
         for s in range(seed, seed + n_seeds):
             rng = np.random.default_rng([s, 31, zlib.crc32(model.dgp.encode()) % 1000, *stream])
             records, source_gender = simulate_face_body(rng, model)
-            summary = compare.compare_tasks("face-body", _CompareRun("focus_mcq_salary", records), None, n_boot, s,
+            summary = compare.compare_tasks("face-body", _compare_run("focus_mcq_salary", records), None, n_boot, s,
                                             source_gender)
             for k in FACE_BODY_KEYS:
                 est[k].append(summary.estimates[k])

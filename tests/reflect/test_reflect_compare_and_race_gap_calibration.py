@@ -54,8 +54,8 @@ def test_compare_rows_call_reflect_compares_own_summaries():
     """run_mirror / run_face_body go through compare.compare_tasks, which is tables.mirror_summary /
     face_body_summary with the task's options and values; the paper's Wilson interval is its own "paper" row."""
     original, mirrored = sim.simulate_mirror(np.random.default_rng(4), sim.MIRROR_MODELS[1])
-    via = compare.compare_tasks("mirror", sim._CompareRun("focus_mcq_salary", original),
-                                sim._CompareRun("focus_mcq_salary", mirrored), 60, 7)
+    via = compare.compare_tasks("mirror", sim._compare_run("focus_mcq_salary", original),
+                                sim._compare_run("focus_mcq_salary", mirrored), 60, 7)
     direct = tables.mirror_summary(original, mirrored, OPTIONS, VALUES, 60, 7)
     for k in sim.MIRROR_KEYS:
         assert (via.estimates[k], via.ci_low[k], via.ci_high[k]) == (direct.estimates[k], direct.ci_low[k], direct.ci_high[k])
@@ -63,7 +63,7 @@ def test_compare_rows_call_reflect_compares_own_summaries():
     assert via.extra == direct.extra
     assert via.extra["agreement_paper_ci_low"] < via.estimates["agreement"] < via.extra["agreement_paper_ci_high"]
     records, source_gender = sim.simulate_face_body(np.random.default_rng(5), sim.FACE_BODY_MODELS[1])
-    via = compare.compare_tasks("face-body", sim._CompareRun("focus_mcq_salary", records), None, 60, 7, source_gender)
+    via = compare.compare_tasks("face-body", sim._compare_run("focus_mcq_salary", records), None, 60, 7, source_gender)
     direct = tables.face_body_summary(records, source_gender, OPTIONS, VALUES, 60, 7)
     for k in sim.FACE_BODY_KEYS:
         assert (via.estimates[k], via.ci_low[k], via.ci_high[k]) == (direct.estimates[k], direct.ci_low[k], direct.ci_high[k])
