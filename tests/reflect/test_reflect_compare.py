@@ -38,7 +38,8 @@ PAIRS = [(0, 1), (2, 3), (4, 5), (6, 7)]
 
 def test_flip_rate_two_templates_bootstrap_support_is_each_template_alone():
     """ceo/1 keeps every winner, ceo/2 flips every winner: flip rate 4/8. Rao-Wu with m = 2 templates draws one
-    template with weight 2, so every replicate is 0 (ceo/1) or 1 (ceo/2): the interval is [0, 1]."""
+    template with weight 2, so every replicate is 0 (ceo/1) or 1 (ceo/2): SE 0.5, and the share's effective-size
+    Wilson interval with 1 df spans nearly all of [0, 1]."""
     x = _pair_calls("ceo/1", PAIRS, [True] * 4) + _pair_calls("ceo/2", PAIRS, [True] * 4)
     y = _pair_calls("ceo/1", PAIRS, [True] * 4) + _pair_calls("ceo/2", PAIRS, [False] * 4)
     from lm_eval_bias.core.bootstrap import effective_size_wilson_interval
