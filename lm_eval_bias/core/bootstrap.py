@@ -216,8 +216,8 @@ def effective_size_wilson_interval(share: float, stderr: float, trials: float, d
     sample size (Dean & Pagano 2015, J. Surv. Stat. Methodol. 3:191; Franco et al. 2019, J. Surv. Stat.
     Methodol. 7:334), with n = ``trials``:
 
-        n* = p (1 - p) / stderr^2  (n itself when the standard error is 0 -- or at most 1e-12, the rounding of
-             replicates that are all equal -- or p is 0 or 1: no variance seen),
+        n* = p (1 - p) / stderr^2  (n itself when the standard error is 0 -- or at most NO_VARIANCE_SE = 1e-12,
+             the rounding of replicates that are all equal -- or p is 0 or 1: no variance seen),
         n_df = n* min(1, (t_{n-1} / t_{df})^2),  z = z_{(1 + level)/2},
         centre = (p + z^2 / (2 n_df)) / (1 + z^2 / n_df),
         half = z sqrt(p (1 - p) / n_df + z^2 / (4 n_df^2)) / (1 + z^2 / n_df).
@@ -237,14 +237,14 @@ def effective_size_wilson_interval(share: float, stderr: float, trials: float, d
     ``run_2afc_groups``). NaN without a finite share, trials or df."""
     from scipy.stats import norm
 
-    from lm_eval_bias.core.jackknife import _wilson_score, korn_graubard_df_factor
+    from lm_eval_bias.core.jackknife import NO_VARIANCE_SE, _wilson_score, korn_graubard_df_factor
 
     if not (np.isfinite(share) and np.isfinite(trials) and trials > 0) or df < 1:
         return float("nan"), float("nan")
     p = float(min(max(share, 0.0), 1.0))
     # a replicate SD of 1e-12 or less is floating-point noise of replicates that are all equal (every template at
     # the same share): no variance seen, as an SE of exactly 0
-    variance = float(stderr) ** 2 if np.isfinite(stderr) and stderr > 1e-12 else 0.0
+    variance = float(stderr) ** 2 if np.isfinite(stderr) and stderr > NO_VARIANCE_SE else 0.0
     n_star = p * (1.0 - p) / variance if variance > 0 and 0.0 < p < 1.0 else float(trials)
     return _wilson_score(p, n_star * korn_graubard_df_factor(trials, df, level), float(norm.ppf(0.5 + level / 2.0)))
 

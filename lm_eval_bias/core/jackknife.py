@@ -53,6 +53,20 @@ def jackknife_weights(strata: np.ndarray, rows: slice) -> np.ndarray:
     return w
 
 
+#: a standard error at or below this is no variance seen: the rounding noise of replicates that are all equal. The
+#: mean of m equal doubles is not always that double, so equal leave-one-out estimates (every cluster at the same
+#: share) give an SE of about 1e-17 rather than 0; taken at face value it made the effective sample size p (1 - p) /
+#: SE^2 about 1e32, a point interval (VIGNETTE's uncapped domain shares) or one at every unit (the capped form),
+#: where every cluster alike calls for :func:`boundary_interval`. Two shares that differ, with denominators n1 and n2,
+#: differ by at least 1 / (n1 n2): above 1e-12 for any count of up to a million units, so a real spread stays above.
+NO_VARIANCE_SE = 1e-12
+
+
+def no_variance_seen(stderr: float) -> bool:
+    """Whether ``stderr`` (finite) is at most :data:`NO_VARIANCE_SE`: every replicate alike up to rounding."""
+    return bool(np.isfinite(stderr) and abs(float(stderr)) <= NO_VARIANCE_SE)
+
+
 def jackknife_stderr(leave_one_out: np.ndarray, strata: np.ndarray) -> float:
     """sqrt(sum_h (m_h - 1) / m_h sum_{i in h} (theta_(i) - mean_h theta_(.))^2), the stratified
     jackknife standard error (Wolter 2007, Eq. 4.5.5), from the leave-one-cluster-out estimates of
@@ -88,9 +102,9 @@ def design_effect(estimate: float, stderr: float, n_units: float) -> float:
     """Kish's design effect of a share ``estimate`` of ``n_units`` binary units with design-based
     standard error ``stderr``: SE^2 / (p (1 - p) / n), the variance against a simple random sample of
     the units (Kish 1965, *Survey Sampling*). NaN where it cannot be estimated: a share of
-    0 or 1, an SE of 0 or not finite, no units."""
+    0 or 1, an SE of 0 (at most :data:`NO_VARIANCE_SE`) or not finite, no units."""
     p, se, n = float(estimate), float(stderr), float(n_units)
-    if not (np.isfinite(p) and 0.0 < p < 1.0 and np.isfinite(se) and se > 0.0 and n > 0.0):
+    if not (np.isfinite(p) and 0.0 < p < 1.0 and np.isfinite(se) and se > NO_VARIANCE_SE and n > 0.0):
         return float("nan")
     return se * se * n / (p * (1.0 - p))
 
@@ -170,15 +184,15 @@ def logit_t_interval(estimate: float, stderr: float, df: int, n_clusters: float,
     of survey proportions (Korn & Graubard 1999, Analysis of Health Surveys, Sec. 5.2; R survey's
     ``svyciprop(method = "logit")``, Lumley 2010, Complex Surveys, Sec. 2.3.1) -- which stays in (0, 1) and
     is asymmetric near the bounds, where the symmetric t (or percentile) interval of a few clusters
-    under-covers. When p is 0 or 1, or SE is 0, the logit is undefined and the interval is
-    :func:`boundary_interval` (over the ``n_clusters`` clusters, or at ``n_units`` with a
+    under-covers. When p is 0 or 1, or SE is 0 (at most :data:`NO_VARIANCE_SE`), the logit is undefined and the
+    interval is :func:`boundary_interval` (over the ``n_clusters`` clusters, or at ``n_units`` with a
     ``borrowed_design_effect``). NaN without an estimate, SE or degrees of freedom."""
     from scipy.special import expit, logit
     from scipy.stats import t as student_t
 
     if not np.isfinite(estimate) or df < 1:
         return float("nan"), float("nan")
-    if estimate <= 0.0 or estimate >= 1.0 or stderr == 0:
+    if estimate <= 0.0 or estimate >= 1.0 or no_variance_seen(stderr):
         return boundary_interval(estimate, n_clusters, df, level, n_units, borrowed_design_effect)
     if not np.isfinite(stderr):
         return float("nan"), float("nan")
@@ -221,7 +235,8 @@ def effective_n_wilson_interval(estimate: float, stderr: float, df: int, n_units
     points (a replay on the calibration's recorded runs) and stays there, as the NCHS floor for rare
     events.
 
-    When p is 0 or 1, or SE is 0, the design effect cannot be estimated and the interval is
+    When p is 0 or 1, or SE is 0 (at most :data:`NO_VARIANCE_SE`: equal replicates up to rounding), the design
+    effect cannot be estimated and the interval is
     :func:`boundary_interval`: :func:`wilson_t_interval` over the ``n_clusters`` clusters (every unit of
     a cluster alike), as in :func:`logit_t_interval`, or, given a ``borrowed_design_effect`` (the same
     rate's in the enclosing scope), Wilson's at ``n_units`` / max(1, deff) with the factor above. NaN
@@ -232,7 +247,7 @@ def effective_n_wilson_interval(estimate: float, stderr: float, df: int, n_units
 
     if not np.isfinite(estimate) or df < 1 or not n_units > 0:
         return float("nan"), float("nan")
-    if estimate <= 0.0 or estimate >= 1.0 or stderr == 0:
+    if estimate <= 0.0 or estimate >= 1.0 or no_variance_seen(stderr):
         return boundary_interval(estimate, n_clusters, df, level, n_units, borrowed_design_effect)
     if not np.isfinite(stderr):
         return float("nan"), float("nan")

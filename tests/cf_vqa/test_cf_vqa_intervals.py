@@ -322,3 +322,29 @@ def test_response_rates_of_a_category_at_zero_borrow_the_design_effect_of_all_pa
     # between the units' bound (deff 1) and the clusters' (every response of a pair alike)
     q2 = student_t.ppf(0.975, 24) ** 2
     assert z2 / (150 + z2) < out["Culture"]["invalid_rate_ci_high"] < q2 / (25 + q2)
+
+
+def test_an_se_of_rounding_noise_is_no_variance_seen():
+    # every cluster at the same share: the leave-one-out estimates are equal doubles, but their mean is not always
+    # that double, so the jackknife SE is rounding noise (about 1e-17), not 0
+    theta = np.full(3, 0.1)
+    noise = jackknife.jackknife_stderr(theta, np.zeros(3, dtype=int))
+    assert 0.0 < noise <= jackknife.NO_VARIANCE_SE
+    # ... and every interval treats it as an SE of 0: the boundary interval (here Wilson-t over the 20 clusters),
+    # not an effective sample size of p (1 - p) / 1e-34 -- a point interval uncapped, the 120 units capped
+    for cap in (True, False):
+        assert jackknife.effective_n_wilson_interval(0.1, noise, 19, 120, 20, cap_at_units=cap) == \
+            jackknife.effective_n_wilson_interval(0.1, 0.0, 19, 120, 20, cap_at_units=cap) == \
+            jackknife.wilson_t_interval(0.1, 20, 19)
+    low, high = jackknife.effective_n_wilson_interval(0.1, noise, 19, 120, 20, cap_at_units=False)
+    assert high - low > 0.2  # Wilson-t over 20 clusters at 0.1: [0.027, 0.30]
+    assert jackknife.logit_t_interval(0.1, noise, 19, 20) == jackknife.logit_t_interval(0.1, 0.0, 19, 20)
+    assert math.isnan(jackknife.design_effect(0.1, noise, 120))
+    # with a borrowed design effect, the borrowing form, as at an SE of 0
+    assert jackknife.effective_n_wilson_interval(0.1, noise, 19, 120, 20, borrowed_design_effect=1.5) == \
+        jackknife.boundary_interval(0.1, 20, 19, n_units=120, borrowed_design_effect=1.5)
+    # REFLECT's form takes the same threshold: the trials themselves
+    from lm_eval_bias.core.bootstrap import effective_size_wilson_interval
+    assert effective_size_wilson_interval(0.1, noise, 120, 19) == effective_size_wilson_interval(0.1, 0.0, 120, 19)
+    # just above it, a real (tiny) SE still gives its effective size
+    assert jackknife.effective_n_wilson_interval(0.1, 1e-6, 19, 120, 20, cap_at_units=False)[1] - 0.1 < 1e-4
