@@ -53,6 +53,11 @@ average effect is 0 but some templates favour men and others women.
   per-occupation race gaps ``gap_<asian|latino|middle_eastern>_<occupation>`` (MCQ table) and
   ``gap_pct_<asian|latino|middle_eastern>_<occupation>`` (salary table) at :func:`run_tables`' models
   (:func:`run_tables_races`, six occupations pooled with the seed-clustered Monte Carlo SE).
+- Added 2 Dec 2026 (fifth session), so that every JSD interval an MCQ task shows has rows: the paper's percentile
+  interval of the salary MCQ's other JSDs (``mcq_groups_paper``), and :func:`run_mcq_groups` at
+  ``focus_mcq_education`` (its five other JSDs, intervals and tests), ``focus_mcq_education_k5`` (all seven JSD
+  intervals; its tests are :func:`run_mcq_samples`') and ``focus_mcq_salary_k5`` (its five other JSDs, intervals and
+  tests), each on run_mcq_groups' stream tag 19 with the variant's and K's tags.
 
 Test rows (the null models' tests) run ``TEST_SEED_FACTOR`` x the interval rows' seeds, the extra seeds
 without the bootstrap (:func:`_test_seed_range`).
@@ -67,7 +72,8 @@ coverage sweep of ``male_vs_female:<race>`` (:func:`male_vs_female_truth_sweep`)
 App. C.8's valid-rate coverage by refusal count (:func:`presentation_valid_rate_by_count`), ``--sweep-valid-rate``
 writes its coverage against the refusal rate and the clustering of refusals (:func:`presentation_valid_rate_sweep`),
 ``--parts=<name>[,<name>...] [--seeds=N] [--seed=S] [--boot=B] [--append --label=TEXT]`` runs parts of
-:data:`PARTS_2DEC` (``mirror``, ``face_body``, ``tables_races_mcq``, ``tables_races_salary``) and prints their rows;
+:data:`PARTS_2DEC` (``mirror``, ``face_body``, ``tables_races_mcq``, ``tables_races_salary``, ``mcq_groups_paper``,
+``mcq_groups_education_<48|12>``, ``mcq_groups_education_k5_<48|12>``, ``mcq_groups_salary_k5_48``) and prints their rows;
 with ``--append`` it appends them to ``results/reflect.json`` (:func:`append_rows`: atomically, every earlier row
 byte-identical, the wall time under ``parts_wall_s["<name> (<label>)"]``),
 ``--sweep-polarization``
@@ -1375,40 +1381,63 @@ MCQ_OTHER_JSD_KEYS = ("jsd_female", "jsd_asian", "jsd_latino", "jsd_middle_easte
 
 
 def run_mcq_groups(n_seeds: int, n_boot: int, designs=(48, 12), seed: int = 0, test_seeds: int | None = None,
-                   keys: tuple[str, ...] = MCQ_OTHER_JSD_KEYS, models: tuple[str, ...] | None = None) -> list[dict]:
-    """The salary MCQ's other JSDs (``keys``): their intervals (parametric inversion, as :func:`run_mcq`'s) at
-    :func:`run_mcq`'s models (no bias, jsd_male .03 / .06 / .10, the split gender slopes) over ``n_seeds`` seeds,
-    and their tests ``jsd_<group>_p_null`` under the null models over ``test_seeds`` (default
-    :data:`TEST_SEED_FACTOR` x ``n_seeds``); a stream of their own. ``models``: only the models whose dgp starts with
-    one of these (all by default; a model's rows do not depend on the others)."""
+                   keys: tuple[str, ...] = MCQ_OTHER_JSD_KEYS, models: tuple[str, ...] | None = None,
+                   only_paper: bool = False, variant: str = "salary", n_samples: int = 1,
+                   with_tests: bool = True) -> list[dict]:
+    """The MCQ's other JSDs (``keys``) of ``variant`` (:data:`MCQ_VARIANTS`) with ``n_samples`` answers a photo
+    (``focus_mcq_<variant>_k<K>`` when K > 1): their intervals (parametric inversion, as :func:`run_mcq`'s) at
+    :func:`run_mcq`'s models of the variant (no bias, its jsd_male grid, the split gender slopes) over ``n_seeds``
+    seeds, their tests ``jsd_<group>_p_null`` under the null models over ``test_seeds`` (default
+    :data:`TEST_SEED_FACTOR` x ``n_seeds``; none without ``with_tests``: :func:`run_mcq_samples` has the K-sample
+    education task's), and the paper's percentile interval of the plug-in (``jsd_<group>_ci_low_paper``/
+    ``_ci_high_paper``, role "paper", as :func:`run_mcq`'s for jsd_male and jsd_black); a stream of their own (tag
+    19; the salary variant with one call on the stream its rows were first run on, the others with the variant's
+    and K's tags as :func:`run_mcq`). ``models``: only the models whose dgp starts with one of these (all by
+    default; a model's rows do not depend on the others). ``only_paper``: the "paper" rows alone, without the
+    inversion and the relabelling tests (the part ``mcq_groups_paper``, 2 Dec 2026: the same seeds, records and
+    bootstrap replicates, so the same rows as a full run's, at a 30th of its cost)."""
     rows = []
-    test_seeds = n_seeds * TEST_SEED_FACTOR if test_seeds is None else test_seeds
-    v = MCQ_VARIANTS["salary"]
+    with_tests = with_tests and not only_paper
+    test_seeds = 0 if not with_tests else n_seeds * TEST_SEED_FACTOR if test_seeds is None else test_seeds
+    v = MCQ_VARIANTS[variant]
+    stream = (() if variant == "salary" else (zlib.crc32(variant.encode()) % 1000,)) + (() if n_samples == 1 else (n_samples,))
     for design in designs:
         occupations, per = DESIGNS[design]
-        design_text = _mcq_design_text(design, v)
-        for dgp, beta, template_sd in _mcq_scenarios(design):
+        design_text = _mcq_design_text(design, v, n_samples)
+        for dgp, beta, template_sd in _mcq_scenarios(design, variant):
             if models is not None and not dgp.startswith(tuple(models)):
                 continue
             dgp_text = f"{dgp}; portrait effect sd 0.5 per option logit, 5 % refusals"
-            truth = truth_mcq(beta, 0.5, template_sd=template_sd, occupations=occupations)
-            est, cover = {k: [] for k in keys}, {k: [] for k in keys}
+            truth = truth_mcq(beta, 0.5, template_sd=template_sd, occupations=occupations, variant=variant)
+            est, cover = {k: [] for k in keys}, {k: [] for k in keys + tuple(f"{k}_paper" for k in keys)}
             tests = {f"{k}_p_null": [] for k in keys}
             for s, full in _test_seed_range(seed, n_seeds, 0 if np.any(beta) else test_seeds):
-                rng = np.random.default_rng([s, 19, design, zlib.crc32(dgp.encode()) % 1000])
-                records = simulate_mcq(rng, beta, 0.5, per, template_sd, occupations)
+                rng = np.random.default_rng([s, 19, design, zlib.crc32(dgp.encode()) % 1000, *stream])
+                records = simulate_mcq(rng, beta, 0.5, per, template_sd, occupations, variant, n_samples)
+                # the bootstrap replicates (hence the paper's interval) depend on seed s and n_boot alone, not on
+                # n_null or the inversion: only_paper reproduces a full run's paper rows
                 summary = mcq_stats.mcq_summary(records, v.options, v.values, n_boot=n_boot if full else 0, seed=s,
-                                                n_null=n_boot, jsd_interval_keys=keys if full else ())
+                                                n_null=0 if only_paper else n_boot,  # the inversion's boundary p
+                                                jsd_interval_keys=keys if full and not only_paper else ())
+                d = summary.derived
                 for k in keys:
                     if full:
                         est[k].append(summary.estimates[k])
                         cover[k].append(covers(summary.ci_low[k], summary.ci_high[k], truth[k]))
-                    tests[f"{k}_p_null"].append(summary.derived[f"{k}_p_null"] < 0.05)
+                        cover[f"{k}_paper"].append(covers(d[f"{k}_ci_low_paper"], d[f"{k}_ci_high_paper"], truth[k]))
+                    if with_tests:
+                        tests[f"{k}_p_null"].append(d[f"{k}_p_null"] < 0.05)
+            for k in keys:
+                rows.append(_row(f"{k}_ci_low_paper/_ci_high_paper", "interval", design_text, dgp_text, truth[k], est[k],
+                                 cover[f"{k}_paper"], n_seeds, n_boot, seed, role="paper",
+                                 note="percentile interval of the plug-in JSD"))
+            if only_paper:
+                continue
             for k in keys:
                 rows.append(_row(k, "interval", design_text, dgp_text, truth[k], est[k], cover[k], n_seeds, n_boot, seed,
                                  note="parametric test inversion of the design's cells at their effective sample sizes "
                                       "(jsd_inversion_interval)"))
-            if np.any(beta):
+            if np.any(beta) or not with_tests:
                 continue
             for k in tests:
                 rows.append(_row(k, "test", design_text, dgp_text, float("nan"), [], tests[k], len(tests[k]), n_boot, seed,
@@ -1634,8 +1663,9 @@ def run_mcq_samples(n_seeds: int, n_boot: int, designs=(48, 12), seed: int = 0, 
     dgp starts with one of these): the gaps' design-t intervals (``gap_male``, ``gap_<race>``) and, without bias,
     the call rates' (``valid_rate``, ``refusal_rate``: effective-size Wilson) over ``n_seeds`` seeds, and the seven
     JSD tests ``jsd_<group>_p_null`` of the null models over ``test_seeds`` (default :data:`TEST_SEED_FACTOR` x
-    ``n_seeds``; :func:`_test_seed_range`). No JSD interval rows (``jsd_interval_keys=()``: their method is being
-    changed; :func:`run_mcq` checks them). Truths are those of one call per doc. A stream of its own."""
+    ``n_seeds``; :func:`_test_seed_range`). No JSD interval rows here (``jsd_interval_keys=()``): the part
+    ``mcq_groups_education_k5_<48|12>`` (:func:`run_mcq_groups`, 2 Dec 2026) has them. Truths are those of one call
+    per doc. A stream of its own."""
     rows = []
     test_seeds = n_seeds * TEST_SEED_FACTOR if test_seeds is None else test_seeds
     v = MCQ_VARIANTS[variant]
@@ -1988,6 +2018,14 @@ PARTS_2DEC = {
     "face_body": lambda n, b, s: run_face_body(n, b, s),
     "tables_races_mcq": lambda n, b, s: run_tables_races(n, b, s, tasks=("mcq",)),
     "tables_races_salary": lambda n, b, s: run_tables_races(n, b, s, tasks=("salary",)),
+    "mcq_groups_paper": lambda n, b, s: run_mcq_groups(n, b, seed=s, only_paper=True),
+    **{f"mcq_groups_education_{d}": (lambda d: lambda n, b, s: run_mcq_groups(n, b, designs=(d,), seed=s,
+                                                                               variant="education"))(d)
+       for d in (48, 12)},
+    **{f"mcq_groups_education_k5_{d}": (lambda d: lambda n, b, s: run_mcq_groups(
+        n, b, designs=(d,), seed=s, keys=mcq_stats.JSD_KEYS, variant="education", n_samples=5, with_tests=False))(d)
+       for d in (48, 12)},
+    "mcq_groups_salary_k5_48": lambda n, b, s: run_mcq_groups(n, b, designs=(48,), seed=s, n_samples=5),
 }
 #: what each of :data:`PARTS_2DEC` runs, for the results file's note
 PARTS_2DEC_TEXT = {
@@ -1999,6 +2037,21 @@ PARTS_2DEC_TEXT = {
                         "table at run_tables' two MCQ models, stream tag 32",
     "tables_races_salary": "run_tables_races(tasks=('salary',)): gap_pct_<asian|latino|middle_eastern>_<occupation> of "
                            "the salary table at run_tables' two salary models, stream tag 33",
+    "mcq_groups_paper": "run_mcq_groups(only_paper=True): the paper's percentile interval of jsd_<female|asian|latino|"
+                        "middle_eastern|white> (role 'paper') on run_mcq_groups' seeds and stream (tag 19), the rows a "
+                        "full run_mcq_groups adds",
+    **{f"mcq_groups_education_{d}": f"run_mcq_groups(designs=({d},), variant='education'): focus_mcq_education's "
+                                    f"jsd_<female|asian|latino|middle_eastern|white> intervals (inversion and the "
+                                    f"paper's) and their tests at {d} templates, stream tag 19 with the variant's"
+       for d in (48, 12)},
+    **{f"mcq_groups_education_k5_{d}": f"run_mcq_groups(designs=({d},), keys=JSD_KEYS, variant='education', n_samples=5, "
+                                       f"with_tests=False): focus_mcq_education_k5's seven JSD intervals (inversion "
+                                       f"and the paper's) at {d} templates (its tests: run_mcq_samples), stream tag 19 "
+                                       f"with the variant's and K's"
+       for d in (48, 12)},
+    "mcq_groups_salary_k5_48": "run_mcq_groups(designs=(48,), n_samples=5): focus_mcq_salary_k5's "
+                               "jsd_<female|asian|latino|middle_eastern|white> intervals (inversion and the paper's) "
+                               "and their tests at 48 templates, stream tag 19 with K's",
 }
 RESULTS_JSON = Path(__file__).resolve().parent / "results" / "reflect.json"
 

@@ -111,3 +111,49 @@ def test_append_rows_keeps_every_earlier_byte_and_the_files_format(tmp_path):
     with pytest.raises(ValueError, match="already"):
         sim.append_rows([], "y (2 Dec 2026)", 1.0, path=path)
     assert [p.name for p in tmp_path.iterdir()] == ["reflect.json"]  # no temporary file left behind
+
+
+def test_paper_rows_of_the_other_jsds_are_a_full_runs_and_count_the_percentile_interval():
+    """run_mcq_groups(only_paper=True) (the part mcq_groups_paper) writes exactly the "paper" rows a full
+    run_mcq_groups writes (same seeds, records and bootstrap replicates: the percentile interval does not depend on
+    the relabelling test or the inversion), each counting jsd_<group>_ci_low_paper / _ci_high_paper against the
+    truth, and the full run's own rows are unchanged beside them."""
+    full = sim.run_mcq_groups(2, 30, designs=(12,), models=("no bias",), test_seeds=2)
+    paper = sim.run_mcq_groups(2, 30, designs=(12,), models=("no bias",), only_paper=True)
+    assert paper == [r for r in full if r["role"] == "paper"]
+    assert [r["quantity"] for r in paper] == [f"{k}_ci_low_paper/_ci_high_paper" for k in sim.MCQ_OTHER_JSD_KEYS]
+    calibrated = {r["quantity"]: r for r in full if r["role"] == "default" and r["kind"] == "interval"}
+    for r in paper:
+        own = calibrated[r["quantity"].split("_ci_low")[0]]
+        assert r["mean_estimate"] == own["mean_estimate"] and r["truth"] == own["truth"] == 0.0
+        # a percentile interval of a plug-in JSD, positive in every run, never holds a true 0
+        assert r["coverage"] == 0.0 and r["n_seeds"] == 2
+    # the full run keeps its interval and test rows
+    assert sorted({r["kind"] for r in full if r["role"] == "default"}) == ["interval", "test"]
+    assert sim.PARTS_2DEC["mcq_groups_paper"] and "mcq_groups_paper" in sim.PARTS_2DEC_TEXT
+
+
+def test_jsd_rows_of_the_education_and_k_sample_tasks_run_their_own_design_and_stream():
+    """The parts mcq_groups_education_* / _k5_* / mcq_groups_salary_k5_48 (every JSD interval the MCQ tasks show
+    gets rows): the variant's options and truths, K answers a photo, a stream of their own, and no test rows where
+    run_mcq_samples has them."""
+    edu = sim.run_mcq_groups(2, 30, designs=(12,), models=("no bias",), test_seeds=2, variant="education")
+    k5 = sim.run_mcq_groups(2, 30, designs=(12,), models=("no bias",), keys=mcq_stats.JSD_KEYS, variant="education",
+                            n_samples=5, with_tests=False)
+    salary = sim.run_mcq_groups(2, 30, designs=(12,), models=("no bias",), test_seeds=2)
+    assert all("4 education levels" in r["design"] and "1 call" in r["design"] for r in edu)
+    assert all("4 education levels" in r["design"] and "5 samples" in r["design"] for r in k5)
+    assert {r["kind"] for r in k5} == {"interval"} and {r["kind"] for r in edu} == {"interval", "test"}
+    assert sorted({r["quantity"] for r in k5 if r["role"] == "default"}) == sorted(mcq_stats.JSD_KEYS)
+    # each on its own random stream: the same seeds give other records (other mean estimates)
+    def by_key(rows):
+        return {r["quantity"]: r["mean_estimate"] for r in rows if r["kind"] == "interval" and r["role"] == "default"}
+
+    assert len({by_key(edu)["jsd_white"], by_key(salary)["jsd_white"], by_key(k5)["jsd_white"]}) == 3
+    # K = 5 answers a photo: the plug-in JSD without bias (its finite-sample floor) falls below one call's
+    assert all(by_key(k5)[k] < by_key(edu)[k] for k in sim.MCQ_OTHER_JSD_KEYS)
+    # the truths are the variant's (one call per doc): 0 without bias
+    assert all(r["truth"] == 0.0 for r in edu + k5 if r["kind"] == "interval")
+    names = ("mcq_groups_education_48", "mcq_groups_education_12", "mcq_groups_education_k5_48",
+             "mcq_groups_education_k5_12", "mcq_groups_salary_k5_48")
+    assert all(n in sim.PARTS_2DEC and n in sim.PARTS_2DEC_TEXT for n in names)
