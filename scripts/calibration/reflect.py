@@ -57,7 +57,11 @@ average effect is 0 but some templates favour men and others women.
   interval of the salary MCQ's other JSDs (``mcq_groups_paper``), and :func:`run_mcq_groups` at
   ``focus_mcq_education`` (its five other JSDs, intervals and tests), ``focus_mcq_education_k5`` (all seven JSD
   intervals; its tests are :func:`run_mcq_samples`') and ``focus_mcq_salary_k5`` (its five other JSDs, intervals and
-  tests), each on run_mcq_groups' stream tag 19 with the variant's and K's tags.
+  tests), each on run_mcq_groups' stream tag 19 with the variant's and K's tags; then what
+  tests/reflect/test_reflect_every_shown_interval_has_rows.py found shown without rows: the probability-scored
+  tasks' other win rates, gaps, tests and paper intervals (:func:`run_2afc_logprob_groups`,
+  :func:`run_mcq_logprob_groups`), ``invalid_rate`` of the education and K-sample tasks
+  (:func:`run_invalid_rates_variants`), ``focus_mcq_salary_k5`` at 12 templates and the paper's JSD intervals at 6.
 
 Test rows (the null models' tests) run ``TEST_SEED_FACTOR`` x the interval rows' seeds, the extra seeds
 without the bootstrap (:func:`_test_seed_range`).
@@ -73,7 +77,9 @@ App. C.8's valid-rate coverage by refusal count (:func:`presentation_valid_rate_
 writes its coverage against the refusal rate and the clustering of refusals (:func:`presentation_valid_rate_sweep`),
 ``--parts=<name>[,<name>...] [--seeds=N] [--seed=S] [--boot=B] [--append --label=TEXT]`` runs parts of
 :data:`PARTS_2DEC` (``mirror``, ``face_body``, ``tables_races_mcq``, ``tables_races_salary``, ``mcq_groups_paper``,
-``mcq_groups_education_<48|12>``, ``mcq_groups_education_k5_<48|12>``, ``mcq_groups_salary_k5_48``) and prints their rows;
+``mcq_groups_education_<48|12>``, ``mcq_groups_education_k5_<48|12>``, ``mcq_groups_salary_k5_48``, ``mcq_salary_k5_12``,
+``mcq_groups_paper_6``, ``twoafc_logprob_groups``, ``mcq_logprob_groups``, ``invalid_rates_variants``) and prints
+their rows;
 with ``--append`` it appends them to ``results/reflect.json`` (:func:`append_rows`: atomically, every earlier row
 byte-identical, the wall time under ``parts_wall_s["<name> (<label>)"]``),
 ``--sweep-polarization``
@@ -369,6 +375,24 @@ def _collect(summary, keys, truth: dict, est: dict, cover: dict) -> None:
     for k in keys:
         est[k].append(summary.estimates[k])
         cover[k].append(covers(summary.ci_low[k], summary.ci_high[k], truth[k]))
+
+
+def _collect_with_paper(summary, keys, paper_keys, truth: dict, est: dict, cover: dict) -> None:
+    """:func:`_collect` of ``keys``, and for each of ``paper_keys`` its estimate (``est[m]``) and whether the paper's
+    percentile interval ``<m>_ci_low_paper``/``_ci_high_paper`` covers its truth (``cover["<m>_paper"]``)."""
+    _collect(summary, keys, truth, est, cover)
+    d = summary.derived
+    for m in paper_keys:
+        est[m].append(summary.estimates[m])
+        cover[f"{m}_paper"].append(covers(d[f"{m}_ci_low_paper"], d[f"{m}_ci_high_paper"], truth[m]))
+
+
+def _paper_rows(keys, design: str, dgp: str, truth: dict, est: dict, cover: dict, n_seeds: int, n_boot: int, seed: int,
+                note: str) -> list[dict]:
+    """The "paper" rows of the paper's percentile interval ``<m>_ci_low_paper/_ci_high_paper`` of each of ``keys``
+    (its coverage in ``cover["<m>_paper"]``, as :func:`_collect_with_paper` records it)."""
+    return [_row(f"{m}_ci_low_paper/_ci_high_paper", "interval", design, dgp, truth[m], est[m], cover[f"{m}_paper"],
+                 n_seeds, n_boot, seed, role="paper", note=note) for m in keys]
 
 
 def _scale_for(truth_of, target: float, hi: float = 6.0) -> float:
@@ -680,6 +704,54 @@ def run_invalid_rates(n_seeds: int, n_boot: int, designs=(48, 12, 6), seed: int 
     return rows
 
 
+#: the task variants whose ``invalid_rate`` :func:`run_invalid_rates` does not check: (task, variant, K, designs)
+INVALID_RATE_VARIANTS = (("mcq", "education", 1, (48, 12, 6)), ("mcq", "salary", 5, (48, 12)),
+                         ("mcq", "education", 5, (48, 12)), ("2afc", "", 3, (48,)))
+
+
+def run_invalid_rates_variants(n_seeds: int, n_boot: int, seed: int = 0,
+                               variants=INVALID_RATE_VARIANTS) -> list[dict]:
+    """``invalid_rate`` of ``focus_mcq_education``, the K-sample MCQ tasks (``focus_mcq_<variant>_k5``: every answer
+    of a photo a call of its own, the K answers of a photo correlated through its answer distribution) and
+    ``focus_2afc_<scenario>_k3`` (added 2 Dec 2026, fifth session), as :func:`run_invalid_rates` checks the
+    one-call salary MCQ and 2AFC: each valid answer turned invalid with its template's propensity (:data:`INVALID_GRID`
+    x Gamma(2, 1/2)), no bias, 5 % refusals, the effective-size Wilson interval of the task. A stream of its own
+    (tag 36, with the variant's and K's tags)."""
+    rows = []
+    zero = group_effects(0.0, {})
+    for task, variant, n_samples, designs in variants:
+        tags = (zlib.crc32(f"{task}/{variant}".encode()) % 1000, n_samples)
+        for design in designs:
+            occupations, per = DESIGNS[design]
+            if task == "2afc":
+                design_text = (f"{design} templates ({len(occupations)} occupations x {per} photos) x 45 pairs x 2 orders"
+                               f" x {n_samples} samples per call")
+            else:
+                design_text = _mcq_design_text(design, MCQ_VARIANTS[variant], n_samples)
+            for g_index, share in enumerate(INVALID_GRID):
+                dgp = (f"no bias; invalid answers {share:.1%} of valid calls (template propensity share x Gamma(2, 1/2)), "
+                       "5 % refusals")
+                truth = {"invalid_rate": (1.0 - REFUSAL) * share}
+                est, cover = {"invalid_rate": []}, {"invalid_rate": []}
+                for s in range(seed, seed + n_seeds):
+                    rng = np.random.default_rng([s, 36, design, g_index, *tags])
+                    if task == "2afc":
+                        calls = with_unanswered_calls(rng, simulate_2afc(rng, zero, 0.5, per, 0.0, occupations, n_samples),
+                                                      share)
+                        summary = twoafc_stats.twoafc_summary(calls, n_boot=n_boot, seed=s, n_null=0)
+                    else:
+                        v = MCQ_VARIANTS[variant]
+                        records = with_unanswered_calls(
+                            rng, simulate_mcq(rng, zero, 0.5, per, 0.0, occupations, variant, n_samples), share)
+                        summary = mcq_stats.mcq_summary(records, v.options, v.values, n_boot=n_boot, seed=s, n_null=0,
+                                                        jsd_interval_keys=())
+                    _collect(summary, ("invalid_rate",), truth, est, cover)
+                rows.append(_row("invalid_rate", "interval", design_text, dgp, truth["invalid_rate"], est["invalid_rate"],
+                                 cover["invalid_rate"], n_seeds, n_boot, seed,
+                                 note="Wilson interval at the template bootstrap's effective sample size (as refusal_rate)"))
+    return rows
+
+
 def run_salary(n_seeds: int, n_boot: int, n_per_occupation: int, n_bios: int, seed: int = 0,
                nulls: tuple[tuple[float, float], ...] = ((0.0, 0.0), (0.01, 0.0), (0.03, 0.0), (0.01, 0.02), (0.01, 0.05)),
                coverage: bool = True, coverage_seeds: int | None = None, paper_seeds: int | None = None,
@@ -782,6 +854,15 @@ def truth_2afc_logprob(beta: np.ndarray, portrait_sd: float, n: int = 20_000, se
     return out
 
 
+def _twoafc_logprob_scenarios() -> list[tuple[str, np.ndarray, float]]:
+    """(dgp, group effects, template gender slope sd) of the probability-scored 2AFC's models
+    (:func:`run_2afc_logprob`, :func:`run_2afc_logprob_groups`)."""
+    return [("no bias", group_effects(0.0, {}), 0.0),
+            ("0.40 x (man +0.3, White +0.3, Black -0.2, Latino +0.1, Middle Eastern -0.2 logits)", 0.40 * BASE_2AFC, 0.0),
+            ("strong bias (man +0.5, White +1, Black -1, Latino +0.5, Middle Eastern -0.5 logits)", STRONG_2AFC, 0.0),
+            ("no average bias; template-specific gender slope sd 0.6 logit", group_effects(0.0, {}), 0.6)]
+
+
 def run_2afc_logprob(n_seeds: int, n_boot: int, seed: int = 0, test_seeds: int | None = None) -> list[dict]:
     """``focus_2afc_*_logprob`` at the paper's design: the win rates' design-t intervals and tests, and Pol's
     inversion, on expected wins (swap-averaged letter probabilities); the tests of the null models over
@@ -791,11 +872,7 @@ def run_2afc_logprob(n_seeds: int, n_boot: int, seed: int = 0, test_seeds: int |
     occupations, per = DESIGNS[48]
     design_text = "48 templates (6 occupations x 8 photos) x 45 pairs x 2 orders scored by letter probability"
     keys = ("male_win_rate", "win_rate_white", "polarization")
-    scenarios = [("no bias", group_effects(0.0, {}), 0.0), ("0.40 x (man +0.3, White +0.3, Black -0.2, Latino +0.1, "
-                                                           "Middle Eastern -0.2 logits)", 0.40 * BASE_2AFC, 0.0),
-                 ("strong bias (man +0.5, White +1, Black -1, Latino +0.5, Middle Eastern -0.5 logits)", STRONG_2AFC, 0.0),
-                 ("no average bias; template-specific gender slope sd 0.6 logit", group_effects(0.0, {}), 0.6)]
-    for dgp, beta, template_sd in scenarios:
+    for dgp, beta, template_sd in _twoafc_logprob_scenarios():
         dgp_text = f"{dgp}; portrait effect sd 0.5 logit, position bias 0.3"
         truth = truth_2afc_logprob(beta, 0.5, template_sd=template_sd)
         est, cover = {k: [] for k in keys}, {k: [] for k in keys}
@@ -879,6 +956,120 @@ def simulate_mcq_logprob(rng, beta: np.ndarray, portrait_sd: float, n_per_occupa
             for t, (occupation, template) in enumerate(templates) for g in range(10)]
 
 
+#: the win rates of ``focus_2afc_*_logprob`` that :func:`run_2afc_logprob` does not check
+TWOAFC_LOGPROB_OTHER_WIN_RATES = ("win_rate_asian", "win_rate_black", "win_rate_latino", "win_rate_middle_eastern")
+
+
+def run_2afc_logprob_groups(n_seeds: int, n_boot: int, seed: int = 0, test_seeds: int | None = None) -> list[dict]:
+    """The rest of what ``focus_2afc_*_logprob`` shows with an interval or a test (added 2 Dec 2026, fifth session):
+    the other four win rates' design-t intervals and their tests ``p_win_rate_<race>`` (and Pol's
+    ``polarization_p_null``) under the null models, ``swap_inconsistent_rate`` (1 - ``retained_rate``, whose
+    interval is the complement of retained_rate's), and the paper's percentile interval of Pol and Ext (role
+    "paper"), at :func:`run_2afc_logprob`'s models; tests over ``test_seeds`` (default :data:`TEST_SEED_FACTOR` x
+    ``n_seeds``). A stream of its own (tag 34)."""
+    rows = []
+    test_seeds = n_seeds * TEST_SEED_FACTOR if test_seeds is None else test_seeds
+    occupations, per = DESIGNS[48]
+    design_text = "48 templates (6 occupations x 8 photos) x 45 pairs x 2 orders scored by letter probability"
+    keys = (*TWOAFC_LOGPROB_OTHER_WIN_RATES, "swap_inconsistent_rate")
+    test_keys = (*(f"p_{k}" for k in TWOAFC_LOGPROB_OTHER_WIN_RATES), "polarization_p_null")
+    for dgp, beta, template_sd in _twoafc_logprob_scenarios():
+        dgp_text = f"{dgp}; portrait effect sd 0.5 logit, position bias 0.3"
+        truth = dict(truth_2afc_logprob(beta, 0.5, template_sd=template_sd))
+        truth["swap_inconsistent_rate"] = 1.0 - truth_2afc_logprob_rates(beta, 0.5, template_sd=template_sd)["retained_rate"]
+        null = not np.any(beta)
+        est = {k: [] for k in (*keys, *MAGNITUDES)}
+        cover = {k: [] for k in (*keys, *(f"{m}_paper" for m in MAGNITUDES))}
+        tests = {k: [] for k in test_keys}
+        for s, full in _test_seed_range(seed, n_seeds, test_seeds if null else 0):
+            scores = simulate_2afc_logprob(np.random.default_rng([s, 34, zlib.crc32(dgp.encode()) % 1000]), beta, 0.5,
+                                           per, template_sd)
+            summary = twoafc_stats.twoafc_logprob_summary(scores, n_boot=n_boot if full else 0, seed=s, n_null=n_boot)
+            d = summary.derived
+            if full:
+                _collect_with_paper(summary, keys, MAGNITUDES, truth, est, cover)
+            for k in tests if null else ():
+                tests[k].append(float(d[k] < 0.05) if np.isfinite(d[k]) else np.nan)
+        for k in keys:
+            note = ("Wilson interval at the template bootstrap's effective sample size (the complement of retained_rate's)"
+                    if k == "swap_inconsistent_rate" else
+                    "design-t interval: estimate ± t_df x template-bootstrap SE, df = templates - occupations")
+            rows.append(_row(k, "interval", design_text, dgp_text, truth[k], est[k], cover[k], n_seeds, n_boot, seed,
+                             note=note))
+        rows += _paper_rows(MAGNITUDES, design_text, dgp_text, truth, est, cover, n_seeds, n_boot, seed,
+                            "the paper's percentile interval of the plug-in (targets its expectation, biased upward)")
+        if not null:
+            continue
+        targs = (len(tests[test_keys[0]]), n_boot, seed)
+        for k in test_keys[:-1]:
+            rows.append(_row(k, "test", design_text, dgp_text, float("nan"), [], tests[k], *targs,
+                             note="template-level relabelling (the test of the average effect)"))
+        rows.append(_row("polarization_p_null", "test", design_text, dgp_text, float("nan"), [],
+                         tests["polarization_p_null"], *targs, role="diagnostic" if template_sd else "default",
+                         note="null 'labels exchangeable within each template' is FALSE here (templates favour one "
+                              "gender): a power figure, not a level" if template_sd else
+                              "within-template permutation of all ten labels"))
+    return rows
+
+
+def _mcq_logprob_scenarios() -> list[tuple[str, np.ndarray, float]]:
+    """(dgp, group effects, template gender slope sd) of the probability-scored MCQ's models (:func:`run_mcq_logprob`,
+    :func:`run_mcq_logprob_groups`)."""
+    zero = group_effects(0.0, {})
+    scenarios = [("no bias", zero, 0.0)]
+    for target in (0.03, 0.1):
+        c = _scale_for(lambda c: truth_mcq(c * MCQ_BASE_EFFECT, 0.5, n=4000)["jsd_male"], target, hi=40.0)
+        scenarios.append((f"jsd_male {target:.2f}: {c:.2f} x (man +0.3, Black -0.3, White +0.2 on the slope)",
+                          c * MCQ_BASE_EFFECT, 0.0))
+    scenarios.append(("no average bias; template-specific gender slope sd 0.6, split +/- half (men/women)", zero, 0.6))
+    return scenarios
+
+
+#: the gaps of ``focus_mcq_*_logprob`` that :func:`run_mcq_logprob` does not check
+MCQ_LOGPROB_OTHER_GAPS = ("gap_asian", "gap_latino", "gap_middle_eastern")
+
+
+def run_mcq_logprob_groups(n_seeds: int, n_boot: int, seed: int = 0, test_seeds: int | None = None) -> list[dict]:
+    """The rest of what ``focus_mcq_*_logprob`` shows with an interval or a test (added 2 Dec 2026, fifth session):
+    the other three race gaps' design-t intervals, the paper's percentile interval of all seven JSDs (role "paper";
+    the task shows no other JSD interval, :data:`lm_eval_bias.reflect.mcq.LOGPROB_JSD_NO_INTERVAL`) and the JSD
+    tests ``jsd_<group>_p_null`` under the null models over ``test_seeds`` (default :data:`TEST_SEED_FACTOR` x
+    ``n_seeds``), at :func:`run_mcq_logprob`'s models. A stream of its own (tag 35)."""
+    rows = []
+    test_seeds = n_seeds * TEST_SEED_FACTOR if test_seeds is None else test_seeds
+    options, values = mcq_stats.SALARY_OPTIONS, mcq_stats.SALARY_BIN_MIDPOINTS_USD
+    occupations, per = DESIGNS[48]
+    design_text = "48 templates (6 occupations x 8 photos) x 10 photos scored by letter probability, 6 salary bins"
+    jsd = mcq_stats.JSD_KEYS
+    for dgp, beta, template_sd in _mcq_logprob_scenarios():
+        dgp_text = f"{dgp}; portrait effect sd 0.5 per option logit"
+        truth = truth_mcq(beta, 0.5, template_sd=template_sd)
+        null = not np.any(beta)
+        est = {k: [] for k in (*MCQ_LOGPROB_OTHER_GAPS, *jsd)}
+        cover = {k: [] for k in (*MCQ_LOGPROB_OTHER_GAPS, *(f"{k}_paper" for k in jsd))}
+        tests = {f"{k}_p_null": [] for k in jsd}
+        for s, full in _test_seed_range(seed, n_seeds, test_seeds if null else 0):
+            scores = simulate_mcq_logprob(np.random.default_rng([s, 35, zlib.crc32(dgp.encode()) % 1000]), beta, 0.5,
+                                          per, template_sd)
+            summary = mcq_stats.mcq_logprob_summary(scores, options, values, n_boot=n_boot if full else 0, seed=s,
+                                                    n_null=n_boot if null else 0)
+            if full:
+                _collect_with_paper(summary, MCQ_LOGPROB_OTHER_GAPS, jsd, truth, est, cover)
+            for k in tests if null else ():
+                tests[k].append(summary.derived[k] < 0.05)
+        for k in MCQ_LOGPROB_OTHER_GAPS:
+            rows.append(_row(k, "interval", design_text, dgp_text, truth[k], est[k], cover[k], n_seeds, n_boot, seed,
+                             note="design-t interval: estimate ± t_df x template-bootstrap SE, df = templates - occupations"))
+        rows += _paper_rows(jsd, design_text, dgp_text, truth, est, cover, n_seeds, n_boot, seed,
+                            "percentile interval of the plug-in JSD")
+        if not null:
+            continue
+        for k in tests:
+            rows.append(_row(k, "test", design_text, dgp_text, float("nan"), [], tests[k], len(tests[k]), n_boot, seed,
+                             note="template-level relabelling of the photos' gender / race labels"))
+    return rows
+
+
 def run_mcq_logprob(n_seeds: int, n_boot: int, seed: int = 0) -> list[dict]:
     """``focus_mcq_*_logprob`` at the paper's design: gaps (design-t) and JSDs (parametric inversion: the
     "counts" are sums of probability vectors, so the design effect is what carries the between-photo
@@ -889,14 +1080,7 @@ def run_mcq_logprob(n_seeds: int, n_boot: int, seed: int = 0) -> list[dict]:
     keys = ("gap_male", "gap_black", *jsd)
     occupations, per = DESIGNS[48]
     design_text = "48 templates (6 occupations x 8 photos) x 10 photos scored by letter probability, 6 salary bins"
-    zero = group_effects(0.0, {})
-    scenarios = [("no bias", zero, 0.0)]
-    for target in (0.03, 0.1):
-        c = _scale_for(lambda c: truth_mcq(c * MCQ_BASE_EFFECT, 0.5, n=4000)["jsd_male"], target, hi=40.0)
-        scenarios.append((f"jsd_male {target:.2f}: {c:.2f} x (man +0.3, Black -0.3, White +0.2 on the slope)",
-                          c * MCQ_BASE_EFFECT, 0.0))
-    scenarios.append(("no average bias; template-specific gender slope sd 0.6, split +/- half (men/women)", zero, 0.6))
-    for dgp, beta, template_sd in scenarios:
+    for dgp, beta, template_sd in _mcq_logprob_scenarios():
         dgp_text = f"{dgp}; portrait effect sd 0.5 per option logit"
         truth = truth_mcq(beta, 0.5, template_sd=template_sd)
         est, cover = {k: [] for k in keys}, {k: [] for k in keys}
@@ -1427,10 +1611,8 @@ def run_mcq_groups(n_seeds: int, n_boot: int, designs=(48, 12), seed: int = 0, t
                         cover[f"{k}_paper"].append(covers(d[f"{k}_ci_low_paper"], d[f"{k}_ci_high_paper"], truth[k]))
                     if with_tests:
                         tests[f"{k}_p_null"].append(d[f"{k}_p_null"] < 0.05)
-            for k in keys:
-                rows.append(_row(f"{k}_ci_low_paper/_ci_high_paper", "interval", design_text, dgp_text, truth[k], est[k],
-                                 cover[f"{k}_paper"], n_seeds, n_boot, seed, role="paper",
-                                 note="percentile interval of the plug-in JSD"))
+            rows += _paper_rows(keys, design_text, dgp_text, truth, est, cover, n_seeds, n_boot, seed,
+                                "percentile interval of the plug-in JSD")
             if only_paper:
                 continue
             for k in keys:
@@ -2026,6 +2208,14 @@ PARTS_2DEC = {
         n, b, designs=(d,), seed=s, keys=mcq_stats.JSD_KEYS, variant="education", n_samples=5, with_tests=False))(d)
        for d in (48, 12)},
     "mcq_groups_salary_k5_48": lambda n, b, s: run_mcq_groups(n, b, designs=(48,), seed=s, n_samples=5),
+    "mcq_salary_k5_12": lambda n, b, s: (run_mcq(n, b, designs=(12,), seed=s, n_samples=5)
+                                         + run_mcq_groups(n, b, designs=(12,), seed=s, n_samples=5)),
+    "mcq_groups_paper_6": lambda n, b, s: (run_mcq_groups(n, b, designs=(6,), seed=s, only_paper=True)
+                                           + run_mcq_groups(n, b, designs=(6,), seed=s, only_paper=True,
+                                                            variant="education")),
+    "twoafc_logprob_groups": lambda n, b, s: run_2afc_logprob_groups(n, b, s),
+    "mcq_logprob_groups": lambda n, b, s: run_mcq_logprob_groups(n, b, s),
+    "invalid_rates_variants": lambda n, b, s: run_invalid_rates_variants(n, b, s),
 }
 #: what each of :data:`PARTS_2DEC` runs, for the results file's note
 PARTS_2DEC_TEXT = {
@@ -2052,6 +2242,18 @@ PARTS_2DEC_TEXT = {
     "mcq_groups_salary_k5_48": "run_mcq_groups(designs=(48,), n_samples=5): focus_mcq_salary_k5's "
                                "jsd_<female|asian|latino|middle_eastern|white> intervals (inversion and the paper's) "
                                "and their tests at 48 templates, stream tag 19 with K's",
+    "mcq_salary_k5_12": "run_mcq(designs=(12,), n_samples=5) + run_mcq_groups(designs=(12,), n_samples=5): "
+                        "focus_mcq_salary_k5 at 12 templates (gaps, call rates, the seven JSD intervals and tests, "
+                        "the paper's intervals), run_mcq's stream and run_mcq_groups' with K's tag",
+    "mcq_groups_paper_6": "run_mcq_groups(designs=(6,), only_paper=True), salary and education: the paper's percentile "
+                          "interval of the five other JSDs at 6 templates, where the task shows no other JSD interval",
+    "twoafc_logprob_groups": "run_2afc_logprob_groups: focus_2afc_*_logprob's other four win rates and their tests, "
+                             "swap_inconsistent_rate, polarization_p_null and the paper's Pol / Ext intervals, stream "
+                             "tag 34",
+    "mcq_logprob_groups": "run_mcq_logprob_groups: focus_mcq_*_logprob's gap_<asian|latino|middle_eastern>, the paper's "
+                          "interval of the seven JSDs and their tests, stream tag 35",
+    "invalid_rates_variants": "run_invalid_rates_variants: invalid_rate of focus_mcq_education, the K-sample MCQ tasks "
+                              "and focus_2afc_*_k3 at 0.5 % and 2 % invalid answers, stream tag 36",
 }
 RESULTS_JSON = Path(__file__).resolve().parent / "results" / "reflect.json"
 
