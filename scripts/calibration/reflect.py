@@ -660,6 +660,21 @@ def with_unanswered_calls(rng, records: list, share: float, status: str = "inval
             for r, u in zip(records, draws)]
 
 
+def _invalid_answers_summary(rng, task: str, design: int, share: float, n_boot: int, seed: int,
+                             variant: str = "salary", n_samples: int = 1):
+    """The task's summary of one run of the 2AFC (``task`` "2afc") or the MCQ ``variant`` at ``design`` without bias,
+    ``n_samples`` answers a call, each valid answer then turned invalid with its template's propensity around
+    ``share`` (:func:`with_unanswered_calls`), drawn from ``rng``."""
+    occupations, per = DESIGNS[design]
+    zero = group_effects(0.0, {})
+    if task == "2afc":
+        calls = with_unanswered_calls(rng, simulate_2afc(rng, zero, 0.5, per, 0.0, occupations, n_samples), share)
+        return twoafc_stats.twoafc_summary(calls, n_boot=n_boot, seed=seed, n_null=0)
+    v = MCQ_VARIANTS[variant]
+    records = with_unanswered_calls(rng, simulate_mcq(rng, zero, 0.5, per, 0.0, occupations, variant, n_samples), share)
+    return mcq_stats.mcq_summary(records, v.options, v.values, n_boot=n_boot, seed=seed, n_null=0, jsd_interval_keys=())
+
+
 def run_invalid_rates(n_seeds: int, n_boot: int, designs=(48, 12, 6), seed: int = 0) -> list[dict]:
     """``invalid_rate`` of the 2AFC and MCQ tasks at ``designs``, and of ``focus_salary`` at its own design (48
     templates x 10 portraits x 50 biographies, when 48 is among ``designs``; with ``valid_rate`` and
@@ -668,7 +683,6 @@ def run_invalid_rates(n_seeds: int, n_boot: int, designs=(48, 12, 6), seed: int 
     none: they are drawn here, template propensities as the invalid ones'); invalid answers drawn on their own
     stream (:func:`with_unanswered_calls`), so no other row's data change."""
     rows = []
-    options, values = mcq_stats.SALARY_OPTIONS, mcq_stats.SALARY_BIN_MIDPOINTS_USD
     zero = group_effects(0.0, {})
     for design in designs:
         occupations, per = DESIGNS[design]
@@ -686,13 +700,8 @@ def run_invalid_rates(n_seeds: int, n_boot: int, designs=(48, 12, 6), seed: int 
                 est, cover = {k: [] for k in keys}, {k: [] for k in keys}
                 for s in range(seed, seed + n_seeds):
                     rng = np.random.default_rng([s, 13, design, g_index, ("2afc", "mcq", "salary").index(task) + 1])
-                    if task == "2afc":
-                        calls = with_unanswered_calls(rng, simulate_2afc(rng, zero, 0.5, per, 0.0, occupations), share)
-                        summary = twoafc_stats.twoafc_summary(calls, n_boot=n_boot, seed=s, n_null=0)
-                    elif task == "mcq":
-                        records = with_unanswered_calls(rng, simulate_mcq(rng, zero, 0.5, per, 0.0, occupations), share)
-                        summary = mcq_stats.mcq_summary(records, options, values, n_boot=n_boot, seed=s, n_null=0,
-                                                        jsd_interval_keys=())
+                    if task in ("2afc", "mcq"):
+                        summary = _invalid_answers_summary(rng, task, design, share, n_boot, s)
                     else:
                         records = with_unanswered_calls(rng, simulate_salary(rng, zero, 0.03, per), REFUSAL, "refusal")
                         records = with_unanswered_calls(rng, records, share)
@@ -718,7 +727,6 @@ def run_invalid_rates_variants(n_seeds: int, n_boot: int, seed: int = 0,
     x Gamma(2, 1/2)), no bias, 5 % refusals, the effective-size Wilson interval of the task. A stream of its own
     (tag 36, with the variant's and K's tags)."""
     rows = []
-    zero = group_effects(0.0, {})
     for task, variant, n_samples, designs in variants:
         tags = (zlib.crc32(f"{task}/{variant}".encode()) % 1000, n_samples)
         for design in designs:
@@ -735,16 +743,7 @@ def run_invalid_rates_variants(n_seeds: int, n_boot: int, seed: int = 0,
                 est, cover = {"invalid_rate": []}, {"invalid_rate": []}
                 for s in range(seed, seed + n_seeds):
                     rng = np.random.default_rng([s, 36, design, g_index, *tags])
-                    if task == "2afc":
-                        calls = with_unanswered_calls(rng, simulate_2afc(rng, zero, 0.5, per, 0.0, occupations, n_samples),
-                                                      share)
-                        summary = twoafc_stats.twoafc_summary(calls, n_boot=n_boot, seed=s, n_null=0)
-                    else:
-                        v = MCQ_VARIANTS[variant]
-                        records = with_unanswered_calls(
-                            rng, simulate_mcq(rng, zero, 0.5, per, 0.0, occupations, variant, n_samples), share)
-                        summary = mcq_stats.mcq_summary(records, v.options, v.values, n_boot=n_boot, seed=s, n_null=0,
-                                                        jsd_interval_keys=())
+                    summary = _invalid_answers_summary(rng, task, design, share, n_boot, s, variant or "salary", n_samples)
                     _collect(summary, ("invalid_rate",), truth, est, cover)
                 rows.append(_row("invalid_rate", "interval", design_text, dgp, truth["invalid_rate"], est["invalid_rate"],
                                  cover["invalid_rate"], n_seeds, n_boot, seed,
@@ -2217,6 +2216,11 @@ PARTS_2DEC = {
     "mcq_logprob_groups": lambda n, b, s: run_mcq_logprob_groups(n, b, s),
     "invalid_rates_variants": lambda n, b, s: run_invalid_rates_variants(n, b, s),
 }
+#: the parts of :data:`PARTS_2DEC` added in the fifth session of 2 Dec 2026 that a full :func:`run` adds to the rows
+#: above (``mcq_groups_paper``'s rows a full ``run_mcq_groups`` writes itself)
+PARTS_2DEC_FIFTH = ("mcq_groups_education_48", "mcq_groups_education_12", "mcq_groups_education_k5_48",
+                    "mcq_groups_education_k5_12", "mcq_groups_salary_k5_48", "mcq_salary_k5_12", "mcq_groups_paper_6",
+                    "twoafc_logprob_groups", "mcq_logprob_groups", "invalid_rates_variants")
 #: what each of :data:`PARTS_2DEC` runs, for the results file's note
 PARTS_2DEC_TEXT = {
     "mirror": "run_mirror: reflect-compare's mirror table, paired_valid, agreement, delta_gap_male and the paper's "
@@ -2316,7 +2320,9 @@ def run(n_seeds: int, n_boot: int, quick: bool) -> list[dict]:
             + run_2afc_groups(n_seeds, n_boot, models=("no average bias",)) + run_2afc_groups(n_seeds, n_boot, design=12)
             + run_2afc_logprob_rates(n_seeds, n_boot)
             # added 2 Dec 2026, each on a stream of its own
-            + run_mirror(n_seeds, n_boot) + run_face_body(n_seeds, n_boot) + run_tables_races(n_seeds, n_boot))
+            + run_mirror(n_seeds, n_boot) + run_face_body(n_seeds, n_boot) + run_tables_races(n_seeds, n_boot)
+            # added 2 Dec 2026 (fifth session); run_mcq_groups above now writes its paper rows itself
+            + [r for name in PARTS_2DEC_FIFTH for r in PARTS_2DEC[name](n_seeds, n_boot, 0)])
 
 
 #: seeds of the paper's unit-clustered salary regressions (``p_*_paper`` rows, role "paper") in full mode: they
